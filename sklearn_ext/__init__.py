@@ -1,0 +1,23 @@
+"""scikit-learn side of optuna-treecv: cheap k-fold cross-validation.
+
+``sklearn_ext`` imports without Optuna. It holds the fold plan, the TreeCV
+splitters and :func:`tree_cross_validate`.
+"""
+
+from sklearn_ext.model_selection import (
+    FoldPlan,
+    LeafResult,
+    StratifiedTreeCVSplitter,
+    TreeCVSplitter,
+    tree_cross_validate,
+)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "FoldPlan",
+    "LeafResult",
+    "StratifiedTreeCVSplitter",
+    "TreeCVSplitter",
+    "tree_cross_validate",
+]

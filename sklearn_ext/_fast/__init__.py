@@ -1,0 +1,1 @@
+"""Cython kernels shared by the ``sklearn_ext`` subpackages (private)."""

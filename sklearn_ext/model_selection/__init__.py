@@ -1,0 +1,18 @@
+"""Fold plans, TreeCV splitters and tree cross-validation."""
+
+from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
+from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
+from sklearn_ext.model_selection._validation import tree_cross_validate
+
+__all__ = [
+    "Backend",
+    "CVTask",
+    "FoldPlan",
+    "LeafResult",
+    "StratifiedTreeCVSplitter",
+    "TreeCVSplitter",
+    "choose_backend",
+    "tree_cross_validate",
+]

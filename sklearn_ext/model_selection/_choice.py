@@ -1,0 +1,59 @@
+"""The one place where a CV backend is chosen for an estimator."""
+
+from __future__ import annotations
+
+from sklearn_ext.model_selection._backends import (
+    Backend,
+    PythonTreeBackend,
+    StandardBackend,
+)
+
+__all__ = ["METHODS", "choose_backend"]
+
+METHODS = ("auto", "treecv", "standard")
+
+# Tree backends, fastest first: the first that accepts the estimator runs it.
+TREE_BACKENDS: tuple[type[Backend], ...] = (PythonTreeBackend,)
+
+
+def choose_backend(estimator, method: str = "auto") -> Backend:
+    """Pick the backend that runs ``estimator`` for ``method``.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The (unfitted) learner.
+    method : {"auto", "treecv", "standard"}, default="auto"
+        ``"treecv"`` and ``"auto"`` take the fastest tree backend that accepts
+        the estimator and raise a ``TypeError`` when none does; ``"standard"``
+        trains ``k`` independent models.
+
+    Returns
+    -------
+    backend : Backend
+        An instance whose ``name`` is recorded in the results.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.model_selection import choose_backend
+    >>> choose_backend(SGDClassifier()).name
+    'python_tree'
+    >>> choose_backend(SGDClassifier(), "standard").name
+    'standard'
+    """
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(
+            f"The 'method' parameter must be a str among {set(METHODS)}. "
+            f"Got {method!r} instead."
+        )
+    if method == "standard":
+        return StandardBackend()
+    for backend in TREE_BACKENDS:
+        if backend.accepts(estimator):
+            return backend()
+    raise TypeError(
+        f"TreeCV needs an incremental learner, but {type(estimator).__name__} has "
+        "no partial_fit method. Use method='standard' to train k independent "
+        "models with fit instead."
+    )

@@ -1,0 +1,291 @@
+"""The fold plan: chunks, the TreeCV recursion tree and the order rows are fed."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from sklearn_ext._fast._random import shuffle_node_feed
+
+__all__ = ["FoldPlan"]
+
+ORDERS = ("fixed", "randomized")
+
+
+class FoldPlan:
+    """Which chunk each leaf holds out and the order chunks are fed along the tree.
+
+    TreeCV (Joulani, György and Szepesvári, 2015, Algorithm 1) trains the ``k``
+    fold models along a balanced binary tree over the chunks ``0 .. k-1``. A node
+    ``(start, end)`` holds the model trained on every chunk except
+    ``start .. end``; its children split that range at ``mid = (start + end) // 2``.
+    The left child ``(start, mid)`` is obtained by feeding the chunks
+    ``mid+1 .. end`` to a copy of the parent, the right child by feeding
+    ``start .. mid``. Leaf ``i`` is the model for fold ``i``.
+
+    A plan is the single source of truth for folds and feeding order: the
+    splitters, the Python and native engines and the Optuna objective all read
+    it, none recomputes folds its own way.
+
+    Parameters
+    ----------
+    test_folds : sequence of array-like of int
+        The rows of each chunk, in the order rows are fed. Chunks must be
+        non-empty and together hold every row of ``range(n_samples)`` once.
+    n_samples : int
+        Number of rows of the data set.
+    order : {"fixed", "randomized"}, default="fixed"
+        ``"fixed"`` feeds the rows of each update chunk by chunk, in ascending
+        chunk order. ``"randomized"`` feeds each update's rows in a random order
+        (section 5 of the paper), drawn from a stream keyed by ``seed`` and the
+        node, so every engine reproduces it.
+    seed : int, default=None
+        64-bit seed of the randomized order. Required when
+        ``order="randomized"``, ignored otherwise.
+
+    Attributes
+    ----------
+    n_splits : int
+        Number of chunks (folds, leaves).
+    n_samples : int
+        Number of rows.
+    sample_order : ndarray of shape (n_samples,)
+        The rows grouped by chunk: chunk ``i`` is
+        ``sample_order[bounds[i]:bounds[i + 1]]``.
+    bounds : ndarray of shape (n_splits + 1,)
+        Chunk boundaries in ``sample_order``.
+
+    Examples
+    --------
+    >>> from sklearn_ext import FoldPlan
+    >>> plan = FoldPlan([[0, 1], [2, 3], [4, 5], [6, 7]], n_samples=8)
+    >>> plan.train_segments(0)
+    [array([4, 5, 6, 7]), array([2, 3])]
+    >>> plan.n_samples_fed()
+    16
+    """
+
+    def __init__(
+        self,
+        test_folds: Sequence[np.ndarray],
+        n_samples: int,
+        *,
+        order: str = "fixed",
+        seed: int | None = None,
+    ) -> None:
+        check_order(order, "FoldPlan")
+        if order == "randomized":
+            if not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+                raise ValueError(
+                    "The 'seed' parameter of FoldPlan must be an int in [0, 2**64) "
+                    f"when order='randomized'. Got {seed!r} instead."
+                )
+            seed = int(seed)
+        else:
+            seed = None
+        folds = [np.asarray(fold, dtype=np.intp).ravel() for fold in test_folds]
+        if len(folds) < 2:
+            raise ValueError(
+                f"A fold plan needs at least 2 chunks, got {len(folds)} chunk(s)."
+            )
+        sizes = np.array([fold.shape[0] for fold in folds], dtype=np.intp)
+        if np.any(sizes == 0):
+            raise ValueError(
+                "Every test fold must hold at least one sample; fold(s) "
+                f"{np.flatnonzero(sizes == 0).tolist()} are empty."
+            )
+        sample_order = np.concatenate(folds)
+        counts = np.bincount(
+            sample_order[(sample_order >= 0) & (sample_order < n_samples)],
+            minlength=n_samples,
+        )
+        if sample_order.shape[0] != n_samples or np.any(counts != 1):
+            missing = int(np.sum(counts == 0))
+            repeated = int(np.sum(counts > 1))
+            raise ValueError(
+                "The test folds do not partition the samples: each of the "
+                f"{n_samples} samples must be in exactly one test fold, but "
+                f"{missing} are in none and {repeated} in more than one."
+            )
+        self.n_samples = int(n_samples)
+        self.n_splits = len(folds)
+        self.order = order
+        self.seed = seed
+        self.sample_order = sample_order
+        self.sample_order.flags.writeable = False
+        self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        self.bounds.flags.writeable = False
+
+    # -- construction ---------------------------------------------------------
+    @classmethod
+    def from_cv(
+        cls,
+        cv,
+        X,
+        y=None,
+        groups=None,
+        *,
+        order: str = "fixed",
+        random_state=None,
+    ) -> FoldPlan:
+        """Build a plan from any splitter whose test folds partition the samples.
+
+        Fold ``i`` of the plan is the splitter's fold ``i``: chunk ``i`` is its
+        ``i``-th test set, in the order the splitter yields it.
+
+        Parameters
+        ----------
+        cv : cross-validation generator
+            An object with a ``split(X, y, groups)`` method, e.g. ``KFold``,
+            ``StratifiedKFold``, ``GroupKFold`` or a ``TreeCVSplitter``.
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,), default=None
+            Targets, passed to ``cv.split``.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels, passed to ``cv.split``.
+        order : {"fixed", "randomized"}, default="fixed"
+            Feeding order, see the class docstring.
+        random_state : int, RandomState instance or None, default=None
+            Source of the randomized order's seed.
+
+        Returns
+        -------
+        plan : FoldPlan
+        """
+        check_order(order, "FoldPlan")
+        seed = _draw_seed(random_state) if order == "randomized" else None
+        test_folds = [np.asarray(test) for _, test in cv.split(X, y, groups)]
+        try:
+            return cls(test_folds, _num_samples(X), order=order, seed=seed)
+        except ValueError as exc:
+            raise ValueError(f"Invalid cv={cv!r}: {exc}") from None
+
+    # -- the tree ---------------------------------------------------------------
+    @property
+    def root(self) -> tuple[int, int]:
+        """The root node ``(0, n_splits - 1)``."""
+        return (0, self.n_splits - 1)
+
+    @staticmethod
+    def children(start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The left and right child of the internal node ``(start, end)``."""
+        mid = (start + end) // 2
+        return (start, mid), (mid + 1, end)
+
+    def path(self, fold: int) -> list[tuple[int, int]]:
+        """Nodes from the root to the leaf of ``fold``, both included."""
+        fold = self._check_fold(fold)
+        start, end = self.root
+        nodes = [(start, end)]
+        while start != end:
+            left, right = self.children(start, end)
+            start, end = left if fold <= left[1] else right
+            nodes.append((start, end))
+        return nodes
+
+    def chunk_rows(self, start: int, end: int) -> np.ndarray:
+        """Rows of chunks ``start .. end`` in fixed order (a read-only view)."""
+        return self.sample_order[self.bounds[start] : self.bounds[end + 1]]
+
+    def feed(self, start: int, end: int) -> np.ndarray:
+        """Rows fed to the parent's model to obtain node ``(start, end)``.
+
+        These are the rows of the node's sibling: the chunks its parent still
+        holds out but the node does not. Randomized plans permute them with the
+        node's own stream.
+        """
+        parent = self._parent(start, end)
+        if parent is None:
+            raise ValueError(f"The root node ({start}, {end}) is not fed.")
+        p_start, p_end = parent
+        mid = (p_start + p_end) // 2
+        sibling = (mid + 1, p_end) if end == mid else (p_start, mid)
+        rows = np.array(self.chunk_rows(*sibling), dtype=np.intp, order="C")
+        if self.order == "randomized":
+            shuffle_node_feed(rows, self.seed, start, end)
+        return rows
+
+    def train_segments(self, fold: int) -> list[np.ndarray]:
+        """The updates on the path to ``fold``'s leaf, sibling half first."""
+        return [self.feed(*node) for node in self.path(fold)[1:]]
+
+    def train_indices(self, fold: int) -> np.ndarray:
+        """Training rows of ``fold`` in TreeCV feeding order."""
+        return np.concatenate(self.train_segments(fold))
+
+    def test_indices(self, fold: int) -> np.ndarray:
+        """Rows of chunk ``fold`` (held out at its leaf)."""
+        fold = self._check_fold(fold)
+        return np.array(self.chunk_rows(fold, fold))
+
+    def split(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(train, test)`` for each fold, train in feeding order."""
+        for fold in range(self.n_splits):
+            yield self.train_indices(fold), self.test_indices(fold)
+
+    def n_samples_fed(self) -> int:
+        """Total rows the tree feeds to the learner: about ``n * log2(2k)``."""
+        total = 0
+        stack = [self.root]
+        while stack:
+            start, end = stack.pop()
+            if start == end:
+                continue
+            for child in self.children(start, end):
+                # A child is fed its sibling, i.e. the parent's range minus its own.
+                total += int(
+                    self.bounds[end + 1]
+                    - self.bounds[start]
+                    - (self.bounds[child[1] + 1] - self.bounds[child[0]])
+                )
+                stack.append(child)
+        return total
+
+    # -- helpers ----------------------------------------------------------------
+    def _check_fold(self, fold) -> int:
+        if not isinstance(fold, numbers.Integral) or not 0 <= fold < self.n_splits:
+            raise ValueError(
+                f"fold must be an int in [0, {self.n_splits - 1}]. Got {fold!r}."
+            )
+        return int(fold)
+
+    def _parent(self, start: int, end: int) -> tuple[int, int] | None:
+        node = self.root
+        if (start, end) == node:
+            return None
+        while node[0] != node[1]:
+            left, right = self.children(*node)
+            if (start, end) in (left, right):
+                return node
+            node = left if end <= left[1] else right
+        raise ValueError(f"({start}, {end}) is not a node of this plan's tree.")
+
+    def __repr__(self) -> str:
+        return (
+            f"FoldPlan(n_splits={self.n_splits}, n_samples={self.n_samples}, "
+            f"order={self.order!r})"
+        )
+
+
+def check_order(order, owner: str) -> None:
+    """Raise the scikit-learn style error for an unknown feeding order."""
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(
+            f"The 'order' parameter of {owner} must be a str among "
+            f"{{'fixed', 'randomized'}}. Got {order!r} instead."
+        )
+
+
+def _draw_seed(random_state) -> int:
+    """A 63-bit seed for the randomized order from a ``random_state``."""
+    return int(check_random_state(random_state).randint(0, 2**63 - 1, dtype=np.int64))
+
+
+def _num_samples(X) -> int:
+    if hasattr(X, "shape") and len(X.shape) > 0:
+        return int(X.shape[0])
+    return len(X)

@@ -1,0 +1,192 @@
+"""Cross-validation splitters that yield training rows in TreeCV feeding order."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator
+
+import numpy as np
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection._split import BaseCrossValidator
+
+from sklearn_ext.model_selection._plan import FoldPlan, check_order
+
+__all__ = ["TreeCVSplitter", "StratifiedTreeCVSplitter"]
+
+
+class TreeCVSplitter(BaseCrossValidator):
+    """K-fold splitter whose training indices follow the TreeCV feeding order.
+
+    The chunks are exactly the test folds of :class:`~sklearn.model_selection.KFold`
+    with the same ``n_splits``, ``shuffle`` and ``random_state``: ``k`` chunks of
+    sizes differing by at most one, ``k`` from 2 to ``n_samples`` (leave-one-out).
+    For fold ``i``, :meth:`split` yields the test rows of chunk ``i`` and the
+    training rows in the order the TreeCV recursion feeds them on the path to
+    leaf ``i``: the sibling half first, then the sibling quarter, and so on.
+    A learner that streams ``X[train]`` in the yielded order therefore sees
+    exactly the tree's order, and :func:`tree_cross_validate` given this
+    splitter trains the same models with about ``log2(2k)`` data passes.
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+        Number of folds. Must be at least 2.
+    shuffle : bool, default=False
+        Whether to shuffle the rows before cutting them into chunks.
+    random_state : int, RandomState instance or None, default=None
+        Controls the shuffling of rows (when ``shuffle=True``) and the
+        randomized feeding order (when ``order="randomized"``). Pass an int for
+        reproducible output across calls.
+    order : {"fixed", "randomized"}, default="fixed"
+        ``"fixed"`` feeds each update's chunks in ascending chunk order;
+        ``"randomized"`` feeds each update's rows in a random order.
+
+    See Also
+    --------
+    StratifiedTreeCVSplitter : The same with class proportions kept per chunk.
+    tree_cross_validate : Runs the TreeCV recursion on such a plan.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext import TreeCVSplitter
+    >>> X = np.zeros((8, 1))
+    >>> cv = TreeCVSplitter(n_splits=4)
+    >>> for train, test in cv.split(X):
+    ...     print(test, train)
+    [0 1] [4 5 6 7 2 3]
+    [2 3] [4 5 6 7 0 1]
+    [4 5] [0 1 2 3 6 7]
+    [6 7] [0 1 2 3 4 5]
+    """
+
+    def __init__(
+        self,
+        n_splits: int = 5,
+        *,
+        shuffle: bool = False,
+        random_state=None,
+        order: str = "fixed",
+    ) -> None:
+        name = type(self).__name__
+        if not isinstance(n_splits, numbers.Integral) or isinstance(n_splits, bool):
+            raise ValueError(
+                f"The 'n_splits' parameter of {name} must be an int in the range "
+                f"[2, inf). Got {n_splits!r} instead."
+            )
+        if n_splits < 2:
+            raise ValueError(
+                "k-fold cross-validation requires at least one train/test split "
+                f"by setting n_splits=2 or more, got n_splits={n_splits}."
+            )
+        if not isinstance(shuffle, bool):
+            raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+        check_order(order, name)
+        if not shuffle and order == "fixed" and random_state is not None:
+            raise ValueError(
+                "Setting a random_state has no effect since shuffle is False and "
+                "order is 'fixed'. You should leave random_state to its default "
+                "(None), or set shuffle=True or order='randomized'."
+            )
+        self.n_splits = int(n_splits)
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.order = order
+
+    def _chunker(self):
+        # KFold consumes random_state only when it shuffles.
+        return KFold(
+            self.n_splits,
+            shuffle=self.shuffle,
+            random_state=self.random_state if self.shuffle else None,
+        )
+
+    def plan(self, X, y=None, groups=None) -> FoldPlan:
+        """Return the :class:`FoldPlan` this splitter yields folds from.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,), default=None
+            Targets (needed by the stratified variant).
+        groups : object
+            Always ignored, exists for compatibility.
+
+        Returns
+        -------
+        plan : FoldPlan
+        """
+        return FoldPlan.from_cv(
+            self._chunker(),
+            X,
+            y,
+            groups,
+            order=self.order,
+            random_state=self.random_state,
+        )
+
+    def split(self, X, y=None, groups=None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Generate training rows in TreeCV feeding order and test rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,), default=None
+            Targets.
+        groups : object
+            Always ignored, exists for compatibility.
+
+        Yields
+        ------
+        train : ndarray
+            Training rows of the fold, in feeding order (not sorted).
+        test : ndarray
+            Test rows of the fold.
+        """
+        yield from self.plan(X, y, groups).split()
+
+    def _iter_test_indices(self, X=None, y=None, groups=None):
+        yield from self._chunker().split(X, y, groups)
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        """Return the number of splitting iterations, ``n_splits``."""
+        return self.n_splits
+
+
+class StratifiedTreeCVSplitter(TreeCVSplitter):
+    """Stratified variant of :class:`TreeCVSplitter` for classification.
+
+    The chunks are the test folds of
+    :class:`~sklearn.model_selection.StratifiedKFold` with the same parameters,
+    so each chunk keeps the class proportions of ``y``; training rows follow the
+    TreeCV feeding order as in :class:`TreeCVSplitter`.
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+        Number of folds. Must be at least 2.
+    shuffle : bool, default=False
+        Whether to shuffle each class's rows before cutting them into chunks.
+    random_state : int, RandomState instance or None, default=None
+        Controls the shuffling and the randomized feeding order.
+    order : {"fixed", "randomized"}, default="fixed"
+        Feeding order, see :class:`TreeCVSplitter`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext import StratifiedTreeCVSplitter
+    >>> X, y = np.zeros((6, 1)), np.array([0, 0, 0, 1, 1, 1])
+    >>> cv = StratifiedTreeCVSplitter(n_splits=3)
+    >>> [test.tolist() for _, test in cv.split(X, y)]
+    [[0, 3], [1, 4], [2, 5]]
+    """
+
+    def _chunker(self):
+        return StratifiedKFold(
+            self.n_splits,
+            shuffle=self.shuffle,
+            random_state=self.random_state if self.shuffle else None,
+        )
