@@ -65,6 +65,9 @@ class CVTask:
     y: Any
     plan: FoldPlan
     scorer: Callable[[Any, Any, Any], dict[str, float]]
+    #: The user's ``scoring`` argument, for backends that score common metrics
+    #: natively; ``scorer`` is the reference they must agree with.
+    scoring: Any = None
     fit_params: dict[str, Any] = field(default_factory=dict)
     classes: np.ndarray | None = None
     n_jobs: int | None = None

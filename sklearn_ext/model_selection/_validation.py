@@ -157,6 +157,7 @@ def tree_cross_validate(
         y=y,
         plan=plan,
         scorer=make_scorer_dict(estimator, scoring),
+        scoring=scoring,
         fit_params=dict(fit_params or {}),
         classes=_classes(estimator, y, classes),
         n_jobs=n_jobs,
