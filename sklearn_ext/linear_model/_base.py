@@ -1,0 +1,349 @@
+"""Shared machinery of the native incremental linear learners.
+
+Every learner keeps its model as one flat float64 state array (``_state``): the
+weight vectors in scaled form, their squared norms, the step counter and, for
+averaged learners, the averaged iterate. The Cython kernel
+:mod:`sklearn_ext._fast._sgd` updates it row by row; the native TreeCV engine
+copies, pushes and pops it along the recursion tree.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
+
+from sklearn_ext._fast import _sgd
+
+__all__ = [
+    "BaseNativeClassifier",
+    "BaseNativeRegressor",
+    "BaseNativeSGD",
+    "as_kernel_input",
+]
+
+
+def as_kernel_input(X):
+    """``(data, indices, indptr)`` of a validated dense array or CSR matrix.
+
+    Dense rows are passed as the raveled C-ordered array with empty
+    ``indices``/``indptr``; CSR indices are cast to intp. Explicit zeros stored in
+    a CSR matrix are ordinary zero values: they change nothing in the model.
+    """
+    empty = np.empty(0, dtype=np.intp)
+    if sp.issparse(X):
+        return (
+            np.ascontiguousarray(X.data),
+            np.ascontiguousarray(X.indices, dtype=np.intp),
+            np.ascontiguousarray(X.indptr, dtype=np.intp),
+        )
+    return np.ascontiguousarray(X).reshape(-1), empty, empty
+
+
+class BaseNativeSGD(BaseEstimator):
+    """Base of the learners whose state the native tree can copy, push and pop.
+
+    Subclasses set ``_loss``, ``_schedule`` and ``_average`` and implement
+    ``_kernel_params``; ``fit`` runs ``max_iter`` epochs (shuffled when
+    ``shuffle=True``), ``partial_fit`` one pass over the rows in the given order.
+    """
+
+    _loss: str
+    _schedule: str
+    _average: bool
+
+    _parameter_constraints: dict = {
+        "fit_intercept": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
+    # -- hooks --------------------------------------------------------------------
+    def _kernel_params(self) -> dict:
+        raise NotImplementedError
+
+    def _n_models(self) -> int:
+        return 1
+
+    def _encode_y(self, y) -> np.ndarray:
+        return np.asarray(y, dtype=np.float64)
+
+    # -- training -----------------------------------------------------------------
+    def _validate_X_y(self, X, y, reset: bool):
+        return validate_data(
+            self,
+            X,
+            y,
+            reset=reset,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+            y_numeric=not isinstance(self, ClassifierMixin),
+        )
+
+    def _init_state(self, n_features: int) -> None:
+        self._state = _sgd.new_state(self._n_models(), n_features, self._average)
+
+    def _feed(self, X, y_encoded, sample_weight, rows) -> None:
+        data, indices, indptr = as_kernel_input(X)
+        _sgd.feed(
+            self._state,
+            self._kernel_params(),
+            self._n_models(),
+            data,
+            indices,
+            indptr,
+            X.shape[1],
+            np.ascontiguousarray(y_encoded, dtype=np.float64),
+            sample_weight,
+            np.ascontiguousarray(rows, dtype=np.intp),
+        )
+
+    def _sample_weight(self, sample_weight, X):
+        if sample_weight is None:
+            return None
+        return _check_sample_weight(sample_weight, X, dtype=np.float64)
+
+    def _prepare_targets(self, y, classes, first_call: bool) -> None:
+        """Hook for classifiers: set ``classes_`` on the first call."""
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model with ``max_iter`` passes of stochastic gradient descent.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data (dense or CSR, float32 or float64), finite.
+        y : array-like of shape (n_samples,)
+            Target values (class labels for classifiers).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiplying each row's gradient step.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._validate_params()
+        X, y = self._validate_X_y(X, y, reset=True)
+        self._prepare_targets(y, None, first_call=True)
+        sample_weight = self._sample_weight(sample_weight, X)
+        y_encoded = self._encode_y(y)
+        self._init_state(X.shape[1])
+        rng = check_random_state(self.random_state)
+        rows = np.arange(X.shape[0], dtype=np.intp)
+        for _ in range(self.max_iter):
+            if self.shuffle:
+                rng.shuffle(rows)
+            self._feed(X, y_encoded, sample_weight, rows)
+        self.n_iter_ = self.max_iter
+        self._sync_attributes()
+        return self
+
+    def _partial_fit(self, X, y, classes, sample_weight):
+        first_call = not hasattr(self, "_state")
+        if first_call:
+            self._validate_params()
+        X, y = self._validate_X_y(X, y, reset=first_call)
+        self._prepare_targets(y, classes, first_call=first_call)
+        sample_weight = self._sample_weight(sample_weight, X)
+        if first_call:
+            self._init_state(X.shape[1])
+        rows = np.arange(X.shape[0], dtype=np.intp)
+        self._feed(X, self._encode_y(y), sample_weight, rows)
+        self.n_iter_ = 1
+        self._sync_attributes()
+        return self
+
+    # -- model ----------------------------------------------------------------------
+    def _sync_attributes(self) -> None:
+        """Expose ``coef_``, ``intercept_`` and ``t_`` from the state."""
+        K = self._n_models()
+        n_features = self.n_features_in_
+        D = n_features + 1
+        state = self._state
+        if self._average:
+            weights = state[2 + 2 * K + K * D : 2 + 2 * K + 2 * K * D].reshape(K, D)
+            weights = weights / state[1] if state[1] > 0 else weights * 0.0
+        else:
+            v = state[2 + 2 * K : 2 + 2 * K + K * D].reshape(K, D)
+            weights = v * state[2 : 2 + K, None]
+        self.coef_ = np.ascontiguousarray(weights[:, :n_features])
+        if self.fit_intercept:
+            self.intercept_ = weights[:, n_features].copy()
+        else:
+            self.intercept_ = np.zeros(K)
+        self.t_ = float(state[0])
+
+    def _decision(self, X) -> np.ndarray:
+        check_is_fitted(self, "_state")
+        X = validate_data(
+            self,
+            X,
+            reset=False,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+        )
+        data, indices, indptr = as_kernel_input(X)
+        return _sgd.decision(
+            self._state,
+            self._kernel_params(),
+            self._n_models(),
+            data,
+            indices,
+            indptr,
+            X.shape[1],
+            X.shape[0],
+        )
+
+    def _treecv_snapshot(self):
+        return self._state.copy()
+
+    def _treecv_restore(self, state) -> None:
+        self._state = state.copy()
+        self._sync_attributes()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class BaseNativeClassifier(ClassifierMixin, BaseNativeSGD):
+    """Binary or one-vs-rest multiclass classifier on the native kernel."""
+
+    def _n_models(self) -> int:
+        n_classes = len(self.classes_)
+        return 1 if n_classes == 2 else n_classes
+
+    def _prepare_targets(self, y, classes, first_call: bool) -> None:
+        check_classification_targets(y)
+        if first_call:
+            if classes is None:
+                classes = np.unique(y)
+            classes = np.unique(np.asarray(classes))
+            if classes.shape[0] < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least 2 classes in "
+                    f"the data, but the data contain only one class: "
+                    f"{classes[0]!r}."
+                )
+            self.classes_ = classes
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if unknown.size:
+            raise ValueError(
+                f"y contains labels {unknown.tolist()} that are not in classes "
+                f"{self.classes_.tolist()}."
+            )
+
+    def _encode_y(self, y) -> np.ndarray:
+        return np.searchsorted(self.classes_, y).astype(np.float64)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Update the model with one pass over the rows, in the given order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (dense or CSR, float32 or float64), finite.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        classes : array-like of shape (n_classes,), default=None
+            All class labels. Required on the first call; ignored afterwards.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiplying each row's gradient step.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        if not hasattr(self, "_state") and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        return self._partial_fit(X, y, classes, sample_weight)
+
+    def decision_function(self, X):
+        """Signed distance of each row to the separating hyperplane(s).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column per class for multiclass (one-vs-rest), a vector for
+            binary problems (positive means ``classes_[1]``).
+        """
+        scores = self._decision(X)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Class label of each row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to classify.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted class labels.
+        """
+        scores = self._decision(X)
+        if scores.shape[1] == 1:
+            index = (scores[:, 0] > 0).astype(np.intp)
+        else:
+            index = scores.argmax(axis=1)
+        return self.classes_[index]
+
+
+class BaseNativeRegressor(RegressorMixin, BaseNativeSGD):
+    """Regressor on the native kernel."""
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Update the model with one pass over the rows, in the given order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows (dense or CSR, float32 or float64), finite.
+        y : array-like of shape (n_samples,)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights multiplying each row's gradient step.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        return self._partial_fit(X, y, None, sample_weight)
+
+    def predict(self, X):
+        """Predicted target of each row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to predict.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._decision(X)[:, 0]
