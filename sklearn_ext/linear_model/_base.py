@@ -208,12 +208,21 @@ class BaseNativeSGD(BaseEstimator):
             X.shape[0],
         )
 
-    def _treecv_snapshot(self):
-        return self._state.copy()
+    def _treecv_snapshot(self) -> dict:
+        """The fitted state (for the Python TreeCV engine's snapshot/restore)."""
+        return {
+            key: value.copy() if isinstance(value, np.ndarray) else value
+            for key, value in vars(self).items()
+            if key == "_state" or (key.endswith("_") and not key.startswith("__"))
+        }
 
-    def _treecv_restore(self, state) -> None:
-        self._state = state.copy()
-        self._sync_attributes()
+    def _treecv_restore(self, snapshot: dict) -> None:
+        """Put back a state taken by :meth:`_treecv_snapshot`."""
+        for key in list(vars(self)):
+            if key == "_state" or (key.endswith("_") and not key.startswith("__")):
+                delattr(self, key)
+        for key, value in snapshot.items():
+            setattr(self, key, value.copy() if isinstance(value, np.ndarray) else value)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -12,7 +12,7 @@ import copy
 import inspect
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -24,7 +24,14 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_ext.model_selection._plan import FoldPlan
 
-__all__ = ["LeafResult", "CVTask", "Backend", "PythonTreeBackend", "StandardBackend"]
+__all__ = [
+    "LeafResult",
+    "LeafTable",
+    "CVTask",
+    "Backend",
+    "PythonTreeBackend",
+    "StandardBackend",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,40 @@ class LeafResult:
     fit_time: float
     score_time: float
     estimator: Any = None
+
+
+@dataclass(frozen=True)
+class LeafTable(Sequence):
+    """Leaf results as columns, for runs with very many folds.
+
+    A backend may return this instead of a list when nobody listens to single
+    leaves (``task.on_leaf`` is None): leave-one-out on half a million rows
+    would otherwise build half a million :class:`LeafResult` objects. It is a
+    sequence of :class:`LeafResult` built on access, so code that iterates over
+    a backend's results keeps working.
+    """
+
+    fold: np.ndarray
+    scores: dict[str, np.ndarray]
+    n_samples_fed: np.ndarray
+    fit_time: np.ndarray
+    score_time: np.ndarray
+    estimator: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.fold)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return LeafResult(
+            int(self.fold[index]),
+            {name: float(values[index]) for name, values in self.scores.items()},
+            int(self.n_samples_fed[index]),
+            float(self.fit_time[index]),
+            float(self.score_time[index]),
+            None if self.estimator is None else self.estimator[index],
+        )
 
 
 @dataclass

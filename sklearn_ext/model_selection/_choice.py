@@ -7,13 +7,14 @@ from sklearn_ext.model_selection._backends import (
     PythonTreeBackend,
     StandardBackend,
 )
+from sklearn_ext.model_selection._native import NativeTreeBackend
 
 __all__ = ["METHODS", "choose_backend"]
 
 METHODS = ("auto", "treecv", "standard")
 
 # Tree backends, fastest first: the first that accepts the estimator runs it.
-TREE_BACKENDS: tuple[type[Backend], ...] = (PythonTreeBackend,)
+TREE_BACKENDS: tuple[type[Backend], ...] = (NativeTreeBackend, PythonTreeBackend)
 
 
 def choose_backend(estimator, method: str = "auto") -> Backend:

@@ -13,7 +13,12 @@ from sklearn.utils import check_array
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_consistent_length
 
-from sklearn_ext.model_selection._backends import CVTask, LeafResult, accepts_classes
+from sklearn_ext.model_selection._backends import (
+    CVTask,
+    LeafResult,
+    LeafTable,
+    accepts_classes,
+)
 from sklearn_ext.model_selection._choice import METHODS, choose_backend
 from sklearn_ext.model_selection._plan import FoldPlan, check_order
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
@@ -164,7 +169,10 @@ def tree_cross_validate(
         return_estimator=return_estimator,
         on_leaf=leaf_callback,
     )
-    leaves = sorted(backend.run(task), key=lambda leaf: leaf.fold)
+    leaves = backend.run(task)
+    if isinstance(leaves, LeafTable):
+        return _aggregate_table(leaves, plan, backend.name)
+    leaves = sorted(leaves, key=lambda leaf: leaf.fold)
     return _aggregate(leaves, backend.name, return_estimator)
 
 
@@ -307,6 +315,27 @@ def _classes(estimator, y, classes):
                 )
         return classes
     return None if y is None else np.unique(y)
+
+
+def _aggregate_table(table: LeafTable, plan: FoldPlan, backend: str):
+    """``_aggregate`` for columnar leaves, in the plan's split order."""
+    split = getattr(plan, "split_index", None)
+    key = table.fold if split is None else np.asarray(split)[table.fold]
+    order = np.argsort(key, kind="stable")
+    result: dict[str, Any] = {
+        "fit_time": np.asarray(table.fit_time)[order],
+        "score_time": np.asarray(table.score_time)[order],
+    }
+    if list(table.scores) == ["score"]:
+        result["test_score"] = np.asarray(table.scores["score"])[order]
+    else:
+        for name, values in table.scores.items():
+            result[f"test_{name}"] = np.asarray(values)[order]
+    if table.estimator is not None:
+        result["estimator"] = [table.estimator[i] for i in order]
+    result["n_samples_fed"] = int(np.sum(table.n_samples_fed))
+    result["backend"] = backend
+    return result
 
 
 def _aggregate(leaves: list[LeafResult], backend: str, return_estimator: bool):
