@@ -63,7 +63,7 @@ class LeafResult:
     estimator: Any = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LeafTable(Sequence):
     """Leaf results as columns, for runs with very many folds.
 
@@ -157,8 +157,12 @@ class Backend(ABC):
         """Whether this backend can run ``estimator``."""
 
     @abstractmethod
-    def run(self, task: CVTask) -> list[LeafResult]:
-        """Score every fold of ``task.plan``, streaming leaves to ``task.on_leaf``."""
+    def run(self, task: CVTask) -> list[LeafResult] | LeafTable:
+        """Score every fold of ``task.plan``, streaming leaves to ``task.on_leaf``.
+
+        A backend may return a :class:`LeafTable` (columns, also a sequence of
+        leaves) instead of a list when ``task.on_leaf`` is None.
+        """
 
 
 # -- the Python tree ---------------------------------------------------------------
