@@ -308,7 +308,7 @@ def _standard_fold(task: CVTask, fold: int) -> LeafResult:
 
 def accepts_classes(estimator) -> bool:
     """Whether ``partial_fit`` takes the ``classes`` of a classifier."""
-    if not is_classifier(estimator):
+    if not is_classifier(estimator) or not hasattr(estimator, "partial_fit"):
         return False
     try:
         parameters = inspect.signature(estimator.partial_fit).parameters
