@@ -58,7 +58,10 @@ class LeafResult:
 
 @dataclass
 class CVTask:
-    """Everything a backend needs for one cross-validation run."""
+    """Everything a backend needs for one cross-validation run.
+
+    ``X`` is a validated ndarray or CSR matrix and ``y`` an ndarray or ``None``.
+    """
 
     estimator: Any
     X: Any
@@ -76,8 +79,9 @@ class CVTask:
 
     def rows(self, indices: np.ndarray) -> tuple[Any, Any, dict[str, Any]]:
         """``X``, ``y`` and sample-aligned fit params restricted to ``indices``."""
-        X = _safe_indexing(self.X, indices)
-        y = None if self.y is None else _safe_indexing(self.y, indices)
+        key = _as_slice(indices)
+        X = self.X[key]
+        y = None if self.y is None else self.y[key]
         n_samples = self.plan.n_samples
         params = {
             key: _safe_indexing(value, indices)
@@ -94,6 +98,14 @@ class CVTask:
             name: float(value) for name, value in self.scorer(model, X, y).items()
         }
         return scores, time.perf_counter() - tic
+
+
+def _as_slice(indices: np.ndarray) -> np.ndarray | slice:
+    """A slice (a view, no copy) when ``indices`` is a contiguous increasing run."""
+    n = len(indices)
+    if n and indices[-1] - indices[0] == n - 1 and np.all(np.diff(indices) == 1):
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return indices
 
 
 def _is_sample_aligned(value, n_samples: int) -> bool:
