@@ -134,3 +134,27 @@ def test_invalid_fold_and_node():
         plan.feed(1, 2)
     with pytest.raises(ValueError, match="root node"):
         plan.feed(0, 3)
+
+
+@pytest.mark.parametrize(
+    "n_splits, expected",
+    [
+        (8, [0, 4, 2, 6, 1, 5, 3, 7]),
+        (4, [0, 2, 1, 3]),
+        (5, [0, 3, 2, 4, 1]),
+    ],
+)
+def test_interleaved_leaf_order(n_splits, expected):
+    plan = FoldPlan(
+        _contiguous(2 * n_splits, n_splits), 2 * n_splits, leaf_order="interleaved"
+    )
+    assert plan.leaf_order.tolist() == expected
+    assert_array_equal(plan.leaf_order[plan.split_index], np.arange(n_splits))
+    tests = [test for _, test in plan.split()]
+    assert_array_equal(tests[1], plan.test_indices(expected[1]))
+
+
+@pytest.mark.parametrize("leaf_order", ["random", [0, 0, 1], [0, 1], [0.0, 1, 2]])
+def test_invalid_leaf_order(leaf_order):
+    with pytest.raises(ValueError, match="The 'leaf_order' parameter must be"):
+        FoldPlan(_contiguous(6, 3), 6, leaf_order=leaf_order)

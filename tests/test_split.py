@@ -112,3 +112,34 @@ def test_invalid_parameters(kwargs, error, message):
 def test_more_splits_than_samples():
     with pytest.raises(ValueError, match="n_splits=5 greater than the number of"):
         list(TreeCVSplitter(5).split(np.zeros((4, 1))))
+
+
+def test_interleaved_splitter_numbers_results_by_split():
+    X, y = load_iris(return_X_y=True)
+    cv = TreeCVSplitter(8, shuffle=True, random_state=0, leaf_order="interleaved")
+    seen = []
+    ours = tree_cross_validate(MultinomialNB(), X, y, cv=cv, leaf_callback=seen.append)
+    ref = cross_validate(MultinomialNB(), X, y, cv=cv)
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    assert [leaf.fold for leaf in seen] == [0, 4, 2, 6, 1, 5, 3, 7]
+    # Same chunks as the tree order, yielded bit-reversed.
+    tree = list(TreeCVSplitter(8, shuffle=True, random_state=0).split(X))
+    for (_, test), leaf in zip(cv.split(X), [0, 4, 2, 6, 1, 5, 3, 7], strict=True):
+        assert_array_equal(test, tree[leaf][1])
+
+
+def test_fold_plan_as_cv():
+    X, y = load_iris(return_X_y=True)
+    plan = TreeCVSplitter(5, order="randomized", random_state=0).plan(X)
+    ours = tree_cross_validate(MultinomialNB(), X, y, cv=plan)
+    ref = cross_validate(MultinomialNB(), X, y, cv=list(plan.split()))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    with pytest.raises(ValueError, match="covers 150 samples but X has 149"):
+        tree_cross_validate(MultinomialNB(), X[:-1], y[:-1], cv=plan)
+    with pytest.raises(ValueError, match="order='fixed' differs"):
+        tree_cross_validate(MultinomialNB(), X, y, cv=plan, order="fixed")
+
+
+def test_invalid_leaf_order_of_splitter():
+    with pytest.raises(ValueError, match="The 'leaf_order' parameter of TreeCV"):
+        TreeCVSplitter(3, leaf_order="bitrev")

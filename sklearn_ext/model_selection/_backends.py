@@ -34,7 +34,8 @@ class LeafResult:
     Attributes
     ----------
     fold : int
-        Index of the fold (leaf) in the plan.
+        The fold. Backends report the leaf (chunk) index; ``tree_cross_validate``
+        hands users the plan's split index (``plan.split_index[leaf]``).
     scores : dict of str to float
         Test scores by metric name (``"score"`` for a single metric).
     n_samples_fed : int
