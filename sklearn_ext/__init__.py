@@ -7,7 +7,10 @@ splitters and :func:`tree_cross_validate`.
 from sklearn_ext.model_selection import (
     FoldPlan,
     LeafResult,
+    PrefixCache,
     StratifiedTreeCVSplitter,
+    TreeCVEstimator,
+    TreeCVSearchCV,
     TreeCVSplitter,
     tree_cross_validate,
 )
@@ -17,7 +20,10 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "FoldPlan",
     "LeafResult",
+    "PrefixCache",
     "StratifiedTreeCVSplitter",
+    "TreeCVEstimator",
+    "TreeCVSearchCV",
     "TreeCVSplitter",
     "tree_cross_validate",
 ]

@@ -2,7 +2,10 @@
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
 from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._estimator import TreeCVEstimator
 from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._prefix_cache import PrefixCache
+from sklearn_ext.model_selection._search import TreeCVSearchCV
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.model_selection._validation import tree_cross_validate
 
@@ -11,7 +14,10 @@ __all__ = [
     "CVTask",
     "FoldPlan",
     "LeafResult",
+    "PrefixCache",
     "StratifiedTreeCVSplitter",
+    "TreeCVEstimator",
+    "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",
     "tree_cross_validate",
