@@ -319,7 +319,8 @@ def _update(digest, array) -> None:
 
 def _prefix_keys(estimator, batch_size, classes, X, y, fit_params, batches):
     """Order-sensitive digests of the learner and of all rows up to each batch."""
-    root = hashlib.blake2b(digest_size=24)
+    # sha256: hardware-accelerated on current CPUs, about twice blake2b's speed.
+    root = hashlib.sha256()
     root.update(joblib.hash(estimator).encode())
     root.update(str(batch_size).encode())
     _update(root, classes)
@@ -327,7 +328,7 @@ def _prefix_keys(estimator, batch_size, classes, X, y, fit_params, batches):
     keys, previous = [], root.digest()
     n_samples = X.shape[0]
     for rows in batches:
-        digest = hashlib.blake2b(previous, digest_size=24)
+        digest = hashlib.sha256(previous)
         _update(digest, X[rows])
         _update(digest, None if y is None else y[rows])
         for value in _batch_params(fit_params, rows, n_samples).values():
