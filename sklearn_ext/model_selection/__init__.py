@@ -3,6 +3,7 @@
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
 from sklearn_ext.model_selection._choice import choose_backend
 from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._refit import one_standard_error_rule
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.model_selection._validation import tree_cross_validate
 
@@ -14,5 +15,6 @@ __all__ = [
     "StratifiedTreeCVSplitter",
     "TreeCVSplitter",
     "choose_backend",
+    "one_standard_error_rule",
     "tree_cross_validate",
 ]
