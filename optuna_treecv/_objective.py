@@ -111,9 +111,10 @@ class TreeCVObjective:
     ``mean_test_score``, ``std_test_score`` (population standard deviation, as
     in scikit-learn's ``cv_results_``), ``stderr_test_score`` (the standard
     error of the mean, ``std(ddof=1) / sqrt(k)``), ``n_samples_fed`` (rows
-    passed to the learner), ``fit_time`` (seconds) and ``backend``. A pruned
-    trial records the folds it finished, with ``n_samples_fed`` and
-    ``fit_time`` so far.
+    passed to the learner), ``fit_time`` (seconds spent in ``partial_fit`` or
+    ``fit``), ``cv_time`` (wall seconds of the whole CV run) and ``backend``.
+    A pruned trial records the folds it finished, with ``n_samples_fed``,
+    ``fit_time`` and ``cv_time`` so far.
 
     The objective returns the mean test score, or ``(mean, std)`` when the
     study has two directions (e.g. ``directions=["maximize", "minimize"]``).
@@ -248,6 +249,7 @@ class TreeCVObjective:
             stderr_test_score=_stderr(scores),
             n_samples_fed=int(result["n_samples_fed"]),
             fit_time=float(np.sum(result["fit_time"])),
+            cv_time=time.perf_counter() - tic,
             backend=str(result["backend"]),
         )
         for key, value in attrs.items():
@@ -314,6 +316,7 @@ class _Progress:
             trial.set_user_attr(f"split{fold}_test_score", score)
         trial.set_user_attr("n_samples_fed", self.n_samples_fed)
         trial.set_user_attr("fit_time", self.fit_time)
+        trial.set_user_attr("cv_time", wall_time)
         trial.set_user_attr("backend", backend)
 
 
