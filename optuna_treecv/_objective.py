@@ -112,9 +112,10 @@ class TreeCVObjective:
     in scikit-learn's ``cv_results_``), ``stderr_test_score`` (the standard
     error of the mean, ``std(ddof=1) / sqrt(k)``), ``n_samples_fed`` (rows
     passed to the learner), ``fit_time`` (seconds spent in ``partial_fit`` or
-    ``fit``), ``cv_time`` (wall seconds of the whole CV run) and ``backend``.
-    A pruned trial records the folds it finished, with ``n_samples_fed``,
-    ``fit_time`` and ``cv_time`` so far.
+    ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
+    reports included) and ``backend``. A pruned trial records the folds it
+    finished, with ``n_samples_fed`` and the times so far. (Extra attribute:
+    ``fold_order`` with ``report="per_fold"``.)
 
     The objective returns the mean test score, or ``(mean, std)`` when the
     study has two directions (e.g. ``directions=["maximize", "minimize"]``).
@@ -249,6 +250,7 @@ class TreeCVObjective:
             stderr_test_score=_stderr(scores),
             n_samples_fed=int(result["n_samples_fed"]),
             fit_time=float(np.sum(result["fit_time"])),
+            score_time=float(np.sum(result["score_time"])),
             cv_time=time.perf_counter() - tic,
             backend=str(result["backend"]),
         )
@@ -292,6 +294,7 @@ class _Progress:
         self.scores: dict[int, float] = {}
         self.n_samples_fed = 0
         self.fit_time = 0.0
+        self.score_time = 0.0
 
     def __call__(self, leaf: LeafResult) -> None:
         fold = int(self.folds[leaf.fold])
@@ -299,6 +302,7 @@ class _Progress:
         self.scores[fold] = score
         self.n_samples_fed += int(leaf.n_samples_fed)
         self.fit_time += float(leaf.fit_time)
+        self.score_time += float(leaf.score_time)
         if self.report is None:
             return
         if self.report == "running_mean":
@@ -316,6 +320,7 @@ class _Progress:
             trial.set_user_attr(f"split{fold}_test_score", score)
         trial.set_user_attr("n_samples_fed", self.n_samples_fed)
         trial.set_user_attr("fit_time", self.fit_time)
+        trial.set_user_attr("score_time", self.score_time)
         trial.set_user_attr("cv_time", wall_time)
         trial.set_user_attr("backend", backend)
 
