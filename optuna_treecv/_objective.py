@@ -6,7 +6,7 @@ import math
 import numbers
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,11 +17,11 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
+from optuna.pruners import WilcoxonPruner
 from sklearn.base import clone, is_classifier
-from sklearn.model_selection._split import BaseCrossValidator
 from sklearn.utils import check_random_state
 
-from sklearn_ext.model_selection import FoldPlan, choose_backend
+from sklearn_ext.model_selection import FoldPlan, TreeCVSplitter, choose_backend
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._validation import (
     _validate_data,
@@ -95,9 +95,10 @@ class TreeCVObjective:
         :func:`~sklearn_ext.tree_cross_validate`. Use ``optimize(n_jobs=...)``
         to run trials in parallel instead.
     random_state : int, RandomState instance or None, default=None
-        Seeds the shuffled leaf order of ``report="per_fold"`` (with the trial
-        number) and a randomized feeding order. Pass an int for reproducible
-        studies.
+        Seeds the shuffled leaf order of ``report="per_fold"``, drawn per trial
+        from it and the trial number. Pass an int for reproducible studies.
+        (A randomized feeding order is a property of ``cv``, e.g.
+        ``TreeCVSplitter(10, order="randomized", random_state=0)``.)
 
     Attributes
     ----------
@@ -193,6 +194,7 @@ class TreeCVObjective:
             random_state=rng,
         )
         self._warned_fallback = False
+        self._warned_wilcoxon = False
 
     # -- the objective ------------------------------------------------------------
     def __call__(self, trial: BaseTrial) -> float | tuple[float, float]:
@@ -204,6 +206,18 @@ class TreeCVObjective:
                 f"study with two directions; this study has {n_objectives}."
             )
         multi = n_objectives == 2
+        if (
+            self.report == "running_mean"
+            and isinstance(getattr(study, "pruner", None), WilcoxonPruner)
+            and not self._warned_wilcoxon
+        ):
+            self._warned_wilcoxon = True
+            warnings.warn(
+                "WilcoxonPruner compares per-instance values; use "
+                "TreeCVObjective(..., report='per_fold') with it.",
+                UserWarning,
+                stacklevel=2,
+            )
         params = suggest_params(trial, self.params)
         estimator = clone(self.estimator)
         try:
@@ -230,8 +244,6 @@ class TreeCVObjective:
                 cv=_PlanFolds(plan, folds),
                 scoring=self.scoring,
                 method=method,
-                order=plan.order,
-                random_state=self._seed,
                 n_jobs=self.n_jobs,
                 leaf_callback=progress,
             )
@@ -325,19 +337,33 @@ class _Progress:
         trial.set_user_attr("backend", backend)
 
 
-class _PlanFolds(BaseCrossValidator):
-    """Yield the test folds of a plan in a given order (no fold is recomputed)."""
+class _PlanFolds(TreeCVSplitter):
+    """The folds of a plan, renumbered: fold ``j`` is the plan's ``folds[j]``.
 
-    def __init__(self, plan: FoldPlan, folds: np.ndarray) -> None:
-        self.plan = plan
+    :func:`~sklearn_ext.tree_cross_validate` takes a ``TreeCVSplitter``'s own
+    :meth:`plan`, so no fold is recomputed: the permuted plan is built from the
+    base plan's test folds, with its feeding order and seed.
+    """
+
+    def __init__(self, base: FoldPlan, folds: np.ndarray) -> None:
+        super().__init__(n_splits=base.n_splits, order=base.order)
+        self.base = base
         self.folds = folds
 
-    def split(self, X, y=None, groups=None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for fold in self.folds:
-            yield np.empty(0, dtype=np.intp), self.plan.test_indices(int(fold))
+    def plan(self, X=None, y=None, groups=None) -> FoldPlan:
+        base = self.base
+        if np.array_equal(self.folds, np.arange(base.n_splits)):
+            return base
+        return FoldPlan(
+            [base.test_indices(int(fold)) for fold in self.folds],
+            base.n_samples,
+            order=base.order,
+            seed=base.seed,
+        )
 
-    def get_n_splits(self, X=None, y=None, groups=None) -> int:
-        return len(self.folds)
+    def _iter_test_indices(self, X=None, y=None, groups=None):
+        for fold in self.folds:
+            yield self.base.test_indices(int(fold))
 
 
 def _stderr(scores: np.ndarray) -> float:

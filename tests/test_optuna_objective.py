@@ -8,7 +8,7 @@ import math
 import numpy as np
 import optuna
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from optuna.distributions import (
     CategoricalDistribution,
     FloatDistribution,
@@ -21,7 +21,8 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.naive_bayes import GaussianNB
 
 from optuna_treecv import TreeCVObjective, suggest_params
-from sklearn_ext import tree_cross_validate
+from optuna_treecv._objective import _PlanFolds
+from sklearn_ext import TreeCVSplitter, tree_cross_validate
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -169,6 +170,32 @@ def test_per_fold_reports_each_fold_in_a_shuffled_order(data):
     study2 = optuna.create_study(direction="maximize")
     study2.optimize(again, n_trials=1)
     assert study2.trials[0].user_attrs["fold_order"] == orders[0]
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_running_mean_with_wilcoxon_warns(data):
+    X, y = data
+    study = optuna.create_study(
+        direction="maximize", pruner=optuna.pruners.WilcoxonPruner()
+    )
+    with pytest.warns(UserWarning, match="report='per_fold'"):
+        study.optimize(TreeCVObjective(sgd(), SPACE, X, y, cv=3), n_trials=1)
+
+
+def test_permuted_plan_keeps_folds_order_and_seed(data):
+    X, y = data
+    cv = TreeCVSplitter(6, order="randomized", random_state=0)
+    objective = TreeCVObjective(sgd(), SPACE, X, y, cv=cv, report="per_fold")
+    base = objective.fold_plan_
+    assert base.order == "randomized"
+    perm = np.array([3, 0, 5, 1, 4, 2])
+    plan = _PlanFolds(base, perm).plan()
+    assert (plan.order, plan.seed) == (base.order, base.seed)
+    for j, fold in enumerate(perm):
+        assert_array_equal(plan.test_indices(j), base.test_indices(int(fold)))
+    # Same trial number, same leaf order and feeding order: the same value.
+    value = objective(FixedTrial({"alpha": 1e-3}, number=1))
+    assert objective(FixedTrial({"alpha": 1e-3}, number=1)) == value
 
 
 def test_multi_objective_returns_mean_and_std_without_reports(data):
