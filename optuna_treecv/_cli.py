@@ -72,7 +72,9 @@ def _parser() -> argparse.ArgumentParser:
 
     tune = sub.add_parser("tune", help="run an Optuna study (TreeCV in every trial)")
     common(tune)
-    tune.add_argument("--n-trials", type=int, default=30, help="default 30")
+    tune.add_argument(
+        "--n-trials", type=int, default=None, help="default 30, or none with --timeout"
+    )
     tune.add_argument("--timeout", type=float, default=None, help="seconds")
     tune.add_argument("--pruner", choices=PRUNERS, default="median")
     tune.add_argument(
@@ -262,6 +264,10 @@ def _tune(args) -> int:
     from optuna_treecv._objective import TreeCVObjective
     from sklearn_ext import tree_cross_validate
 
+    if args.timeout is not None and not args.timeout > 0:
+        raise CLIError(f"--timeout must be positive, got {args.timeout}.")
+    if args.n_trials is None and args.timeout is None:
+        args.n_trials = 30
     if args.n_trials is not None and args.n_trials < 1:
         raise CLIError(f"--n-trials must be at least 1, got {args.n_trials}.")
     estimator, space, X, y = _setup(args)

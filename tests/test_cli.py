@@ -101,6 +101,17 @@ def test_tune_journal_storage_and_wilcoxon(tmp_path, capsys):
     assert (tmp_path / "j.log").stat().st_size > 0
 
 
+def test_tune_mlp_with_timeout_only(tmp_path, capsys):
+    code, out, err = run(
+        ["tune", "mlp", "iris", "--cv", "3", "--timeout", "1", "--storage",
+         f"sqlite:///{tmp_path / 'm.db'}", "--no-progress-bar", "--set",
+         "max_iter=20"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Best trial #" in out and "n_units" in out
+
+
 def test_import_path_learner_with_space(tmp_path, capsys):
     code, out, err = run(
         [
@@ -148,6 +159,7 @@ def test_import_path_learner_with_space(tmp_path, capsys):
             "no default search space",
         ),
         (["tune", "sgd", "iris", "--n-trials", "0"], "--n-trials must be at least 1"),
+        (["tune", "sgd", "iris", "--timeout", "-1"], "--timeout must be positive"),
     ],
 )
 def test_errors_are_one_line_exit_2(argv, match, capsys, tmp_path, monkeypatch):
