@@ -314,15 +314,29 @@ def _tune(args) -> int:
         f"({X.shape[0]} x {X.shape[1]}), {args.cv}-fold TreeCV, "
         f"pruner={args.pruner}, study {study_name!r} in {args.storage}"
     )
+    errors: list[str] = []
+
+    def run_trial(trial: optuna.Trial) -> float:
+        try:
+            return objective(trial)
+        except (ValueError, TypeError) as exc:  # A parameter combination failed.
+            errors.append(" ".join(str(exc).split()))
+            raise
+
     tic = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # Failed trials are recorded as FAIL and summarized below, not logged
+        # with a traceback each.
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
         study.optimize(
-            objective,
+            run_trial,
             n_trials=args.n_trials,
             timeout=args.timeout,
+            catch=(ValueError, TypeError),
             show_progress_bar=args.progress_bar,
         )
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
     elapsed = time.perf_counter() - tic
     trials = study.trials[n_before:]
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
@@ -332,7 +346,11 @@ def _tune(args) -> int:
         f"\n{len(trials)} trials in {elapsed:.1f} s: {len(complete)} complete, "
         f"{len(pruned)} pruned" + (f", {failed} failed" if failed else "")
     )
+    if errors:
+        print(f"Last error of a failed trial: {errors[-1][:300]}")
     if not any(t.state == TrialState.COMPLETE for t in study.trials):
+        if errors and not complete and not pruned:
+            raise CLIError(f"every trial failed: {errors[-1][:300]}")
         print("No trial completed; nothing to summarize.")
         return 1
     best = study.best_trial

@@ -171,6 +171,20 @@ def test_errors_are_one_line_exit_2(argv, match, capsys, tmp_path, monkeypatch):
     assert re.search(match, err), err
 
 
+def test_every_trial_failing_is_a_clear_error(tmp_path, capsys):
+    X = np.random.default_rng(0).normal(size=(60, 3))  # MultinomialNB needs X >= 0.
+    np.savez(tmp_path / "neg.npz", X=X, y=np.arange(60) % 2)
+    code, out, err = run(
+        ["tune", "multinomial-nb", tmp_path / "neg.npz", "--cv", "3",
+         "--n-trials", "2", "--storage", f"sqlite:///{tmp_path / 'f.db'}",
+         "--no-progress-bar"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "every trial failed" in err and "Negative values" in err
+    assert err.count("\n") == 1
+
+
 def test_unreadable_files(tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
