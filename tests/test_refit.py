@@ -7,6 +7,8 @@ import pickle
 import numpy as np
 import optuna
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from optuna.distributions import FloatDistribution
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -122,3 +124,32 @@ def test_select_trial_needs_objective_trials():
     study = optuna.create_study(directions=["maximize", "minimize"])
     with pytest.raises(ValueError, match="no complete trial"):
         select_trial(study)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0, 1),  # mean
+            st.floats(0, 0.2),  # standard error
+            st.integers(0, 5),  # complexity
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.floats(0, 3),
+)
+def test_rule_invariants(candidates, n_std_errors):
+    means, stderrs, values = map(np.array, zip(*candidates, strict=True))
+    cv = {
+        "params": [{"depth": int(v)} for v in values],
+        "mean_test_score": means,
+        "stderr_test_score": stderrs,
+    }
+    chosen = one_standard_error_rule("depth", n_std_errors=n_std_errors)(cv)
+    best = int(np.argmax(means))
+    threshold = means[best] - n_std_errors * stderrs[best]
+    assert means[chosen] >= threshold
+    # No candidate within the band is simpler.
+    within = means >= threshold
+    assert values[chosen] == values[within].min()
