@@ -12,6 +12,7 @@ from sklearn_ext.model_selection import (
     TreeCVEstimator,
     TreeCVSearchCV,
     TreeCVSplitter,
+    one_standard_error_rule,
     tree_cross_validate,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "TreeCVEstimator",
     "TreeCVSearchCV",
     "TreeCVSplitter",
+    "one_standard_error_rule",
     "tree_cross_validate",
 ]
