@@ -21,7 +21,7 @@ from optuna.pruners import WilcoxonPruner
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
-from sklearn_ext.model_selection import FoldPlan, TreeCVSplitter, choose_backend
+from sklearn_ext.model_selection import FoldPlan, choose_backend
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._validation import (
     _validate_data,
@@ -241,7 +241,7 @@ class TreeCVObjective:
                 estimator,
                 self.X,
                 self.y,
-                cv=_PlanFolds(plan, folds),
+                cv=plan if report != "per_fold" else plan.reordered(folds),
                 scoring=self.scoring,
                 method=method,
                 n_jobs=self.n_jobs,
@@ -335,35 +335,6 @@ class _Progress:
         trial.set_user_attr("score_time", self.score_time)
         trial.set_user_attr("cv_time", wall_time)
         trial.set_user_attr("backend", backend)
-
-
-class _PlanFolds(TreeCVSplitter):
-    """The folds of a plan, renumbered: fold ``j`` is the plan's ``folds[j]``.
-
-    :func:`~sklearn_ext.tree_cross_validate` takes a ``TreeCVSplitter``'s own
-    :meth:`plan`, so no fold is recomputed: the permuted plan is built from the
-    base plan's test folds, with its feeding order and seed.
-    """
-
-    def __init__(self, base: FoldPlan, folds: np.ndarray) -> None:
-        super().__init__(n_splits=base.n_splits, order=base.order)
-        self.base = base
-        self.folds = folds
-
-    def plan(self, X=None, y=None, groups=None) -> FoldPlan:
-        base = self.base
-        if np.array_equal(self.folds, np.arange(base.n_splits)):
-            return base
-        return FoldPlan(
-            [base.test_indices(int(fold)) for fold in self.folds],
-            base.n_samples,
-            order=base.order,
-            seed=base.seed,
-        )
-
-    def _iter_test_indices(self, X=None, y=None, groups=None):
-        for fold in self.folds:
-            yield self.base.test_indices(int(fold))
 
 
 def _stderr(scores: np.ndarray) -> float:

@@ -21,7 +21,6 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.naive_bayes import GaussianNB
 
 from optuna_treecv import TreeCVObjective, suggest_params
-from optuna_treecv._objective import _PlanFolds
 from sklearn_ext import TreeCVSplitter, tree_cross_validate
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -189,7 +188,7 @@ def test_permuted_plan_keeps_folds_order_and_seed(data):
     base = objective.fold_plan_
     assert base.order == "randomized"
     perm = np.array([3, 0, 5, 1, 4, 2])
-    plan = _PlanFolds(base, perm).plan()
+    plan = base.reordered(perm)
     assert (plan.order, plan.seed) == (base.order, base.seed)
     for j, fold in enumerate(perm):
         assert_array_equal(plan.test_indices(j), base.test_indices(int(fold)))

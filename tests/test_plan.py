@@ -158,3 +158,14 @@ def test_interleaved_leaf_order(n_splits, expected):
 def test_invalid_leaf_order(leaf_order):
     with pytest.raises(ValueError, match="The 'leaf_order' parameter must be"):
         FoldPlan(_contiguous(6, 3), 6, leaf_order=leaf_order)
+
+
+def test_reordered_plan_keeps_chunks_and_evaluates_in_the_given_order():
+    plan = FoldPlan(_contiguous(12, 4), 12, leaf_order="interleaved")
+    moved = plan.reordered([3, 0, 2, 1])  # base splits 3, 0, 2, 1 -> leaves 0..3
+    for leaf, split in enumerate([3, 0, 2, 1]):
+        base_chunk = plan.leaf_order[split]
+        assert_array_equal(moved.test_indices(leaf), plan.test_indices(base_chunk))
+    assert moved.order == plan.order and moved.leaf_order.tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="permutation of range"):
+        plan.reordered([0, 0, 1, 2])

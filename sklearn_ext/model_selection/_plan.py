@@ -253,6 +253,33 @@ class FoldPlan:
         for leaf in self.leaf_order:
             yield self.train_indices(leaf), self.test_indices(leaf)
 
+    def reordered(self, splits) -> FoldPlan:
+        """The same chunks placed at other leaves of the tree.
+
+        Leaf ``j`` of the returned plan holds the chunk of this plan's split
+        ``splits[j]``; its splits follow the leaves. The feeding order and seed are
+        kept. The tree then evaluates the folds in the order ``splits`` (useful to
+        shuffle the order in which an Optuna pruner sees them) and feeds other
+        chunks together, so order-dependent learners get slightly different fold
+        models while every fold keeps its test rows.
+
+        Parameters
+        ----------
+        splits : sequence of int
+            A permutation of ``range(n_splits)``.
+
+        Returns
+        -------
+        plan : FoldPlan
+        """
+        chunks = self.leaf_order[_leaf_order(splits, self.n_splits)]
+        return FoldPlan(
+            [self.test_indices(int(chunk)) for chunk in chunks],
+            self.n_samples,
+            order=self.order,
+            seed=self.seed,
+        )
+
     def n_samples_fed(self) -> int:
         """Total rows the tree feeds to the learner: about ``n * log2(2k)``."""
         total = 0
