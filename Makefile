@@ -19,8 +19,11 @@ $(STAMP): $(SOURCES) | $(BIN)/python
 
 install: $(STAMP)
 
+# The main job: a real study (SGD on digits, 10-fold TreeCV, median pruner) stored in
+# SQLite, ready for optuna-dashboard. Re-running adds trials to the same study.
 demo: $(STAMP)
-	$(BIN)/python -m optuna_treecv.demo
+	$(BIN)/optuna-treecv tune sgd digits --cv 10 --n-trials 30 --pruner median \
+		--storage sqlite:///optuna-treecv.db --study-name sgd-digits
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

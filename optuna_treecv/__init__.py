@@ -1,5 +1,19 @@
-"""Optuna side of optuna-treecv."""
+"""Optuna side of optuna-treecv.
+
+:class:`TreeCVObjective` scores a scikit-learn estimator by k-fold
+cross-validation in each trial (TreeCV for ``partial_fit`` learners), reporting
+after every fold so that pruners stop bad trials early; :func:`select_trial`
+and :func:`refit_estimator` turn the study into a deployable model.
+"""
+
+from optuna_treecv._objective import TreeCVObjective, suggest_params
+from optuna_treecv._refit import refit_estimator, select_trial
 
 __version__ = "0.1.0.dev0"
 
-__all__: list[str] = []
+__all__ = [
+    "TreeCVObjective",
+    "refit_estimator",
+    "select_trial",
+    "suggest_params",
+]

@@ -7,8 +7,12 @@ splitters and :func:`tree_cross_validate`.
 from sklearn_ext.model_selection import (
     FoldPlan,
     LeafResult,
+    PrefixCache,
     StratifiedTreeCVSplitter,
+    TreeCVEstimator,
+    TreeCVSearchCV,
     TreeCVSplitter,
+    one_standard_error_rule,
     tree_cross_validate,
 )
 
@@ -17,7 +21,11 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "FoldPlan",
     "LeafResult",
+    "PrefixCache",
     "StratifiedTreeCVSplitter",
+    "TreeCVEstimator",
+    "TreeCVSearchCV",
     "TreeCVSplitter",
+    "one_standard_error_rule",
     "tree_cross_validate",
 ]

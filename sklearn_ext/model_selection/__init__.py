@@ -1,8 +1,12 @@
-"""Fold plans, TreeCV splitters and tree cross-validation."""
+"""Fold plans, TreeCV splitters, tree cross-validation and searches."""
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
 from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._estimator import TreeCVEstimator
 from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._prefix_cache import PrefixCache
+from sklearn_ext.model_selection._refit import one_standard_error_rule
+from sklearn_ext.model_selection._search import TreeCVSearchCV
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.model_selection._validation import tree_cross_validate
 
@@ -11,8 +15,12 @@ __all__ = [
     "CVTask",
     "FoldPlan",
     "LeafResult",
+    "PrefixCache",
     "StratifiedTreeCVSplitter",
+    "TreeCVEstimator",
+    "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",
+    "one_standard_error_rule",
     "tree_cross_validate",
 ]

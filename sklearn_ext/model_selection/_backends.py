@@ -41,7 +41,8 @@ class LeafResult:
     Attributes
     ----------
     fold : int
-        Index of the fold (leaf) in the plan.
+        The fold. Backends report the leaf (chunk) index; ``tree_cross_validate``
+        hands users the plan's split index (``plan.split_index[leaf]``).
     scores : dict of str to float
         Test scores by metric name (``"score"`` for a single metric).
     n_samples_fed : int
@@ -99,7 +100,10 @@ class LeafTable(Sequence):
 
 @dataclass
 class CVTask:
-    """Everything a backend needs for one cross-validation run."""
+    """Everything a backend needs for one cross-validation run.
+
+    ``X`` is a validated ndarray or CSR matrix and ``y`` an ndarray or ``None``.
+    """
 
     estimator: Any
     X: Any
@@ -117,8 +121,9 @@ class CVTask:
 
     def rows(self, indices: np.ndarray) -> tuple[Any, Any, dict[str, Any]]:
         """``X``, ``y`` and sample-aligned fit params restricted to ``indices``."""
-        X = _safe_indexing(self.X, indices)
-        y = None if self.y is None else _safe_indexing(self.y, indices)
+        key = _as_slice(indices)
+        X = self.X[key]
+        y = None if self.y is None else self.y[key]
         n_samples = self.plan.n_samples
         params = {
             key: _safe_indexing(value, indices)
@@ -135,6 +140,14 @@ class CVTask:
             name: float(value) for name, value in self.scorer(model, X, y).items()
         }
         return scores, time.perf_counter() - tic
+
+
+def _as_slice(indices: np.ndarray) -> np.ndarray | slice:
+    """A slice (a view, no copy) when ``indices`` is a contiguous increasing run."""
+    n = len(indices)
+    if n and indices[-1] - indices[0] == n - 1 and np.all(np.diff(indices) == 1):
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return indices
 
 
 def _is_sample_aligned(value, n_samples: int) -> bool:
@@ -353,7 +366,7 @@ def _standard_fold(task: CVTask, fold: int) -> LeafResult:
 
 def accepts_classes(estimator) -> bool:
     """Whether ``partial_fit`` takes the ``classes`` of a classifier."""
-    if not is_classifier(estimator):
+    if not is_classifier(estimator) or not hasattr(estimator, "partial_fit"):
         return False
     try:
         parameters = inspect.signature(estimator.partial_fit).parameters

@@ -45,6 +45,13 @@ class FoldPlan:
     seed : int, default=None
         64-bit seed of the randomized order. Required when
         ``order="randomized"``, ignored otherwise.
+    leaf_order : "tree", "interleaved" or sequence of int, default="tree"
+        The order in which :meth:`split` yields the folds: split ``j`` is leaf
+        (chunk) ``leaf_order[j]``. ``"tree"`` is ``0 .. k-1``; ``"interleaved"``
+        is the bit-reversed order ``0, k/2, k/4, 3k/4, ...`` in which consecutive
+        splits share as little training as possible, so that folds evaluated
+        at the same time by parallel workers do not wait for each other's
+        prefixes and later folds find them done.
 
     Attributes
     ----------
@@ -57,6 +64,10 @@ class FoldPlan:
         ``sample_order[bounds[i]:bounds[i + 1]]``.
     bounds : ndarray of shape (n_splits + 1,)
         Chunk boundaries in ``sample_order``.
+    leaf_order : ndarray of shape (n_splits,)
+        Leaf of each split index.
+    split_index : ndarray of shape (n_splits,)
+        Split index of each leaf (the inverse of ``leaf_order``).
 
     Examples
     --------
@@ -75,6 +86,7 @@ class FoldPlan:
         *,
         order: str = "fixed",
         seed: int | None = None,
+        leaf_order="tree",
     ) -> None:
         check_order(order, "FoldPlan")
         if order == "randomized":
@@ -118,6 +130,11 @@ class FoldPlan:
         self.sample_order.flags.writeable = False
         self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
         self.bounds.flags.writeable = False
+        self.leaf_order = _leaf_order(leaf_order, self.n_splits)
+        self.split_index = np.empty_like(self.leaf_order)
+        self.split_index[self.leaf_order] = np.arange(self.n_splits)
+        for array in (self.leaf_order, self.split_index):
+            array.flags.writeable = False
 
     # -- construction ---------------------------------------------------------
     @classmethod
@@ -130,6 +147,7 @@ class FoldPlan:
         *,
         order: str = "fixed",
         random_state=None,
+        leaf_order="tree",
     ) -> FoldPlan:
         """Build a plan from any splitter whose test folds partition the samples.
 
@@ -151,6 +169,8 @@ class FoldPlan:
             Feeding order, see the class docstring.
         random_state : int, RandomState instance or None, default=None
             Source of the randomized order's seed.
+        leaf_order : "tree", "interleaved" or sequence of int, default="tree"
+            Order of the splits, see the class docstring.
 
         Returns
         -------
@@ -160,7 +180,13 @@ class FoldPlan:
         seed = _draw_seed(random_state) if order == "randomized" else None
         test_folds = [np.asarray(test) for _, test in cv.split(X, y, groups)]
         try:
-            return cls(test_folds, _num_samples(X), order=order, seed=seed)
+            return cls(
+                test_folds,
+                _num_samples(X),
+                order=order,
+                seed=seed,
+                leaf_order=leaf_order,
+            )
         except ValueError as exc:
             raise ValueError(f"Invalid cv={cv!r}: {exc}") from None
 
@@ -223,9 +249,36 @@ class FoldPlan:
         return np.array(self.chunk_rows(fold, fold))
 
     def split(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(train, test)`` for each fold, train in feeding order."""
-        for fold in range(self.n_splits):
-            yield self.train_indices(fold), self.test_indices(fold)
+        """Yield ``(train, test)`` per split in ``leaf_order`` (train in feed order)."""
+        for leaf in self.leaf_order:
+            yield self.train_indices(leaf), self.test_indices(leaf)
+
+    def reordered(self, splits) -> FoldPlan:
+        """The same chunks placed at other leaves of the tree.
+
+        Leaf ``j`` of the returned plan holds the chunk of this plan's split
+        ``splits[j]``; its splits follow the leaves. The feeding order and seed are
+        kept. The tree then evaluates the folds in the order ``splits`` (useful to
+        shuffle the order in which an Optuna pruner sees them) and feeds other
+        chunks together, so order-dependent learners get slightly different fold
+        models while every fold keeps its test rows.
+
+        Parameters
+        ----------
+        splits : sequence of int
+            A permutation of ``range(n_splits)``.
+
+        Returns
+        -------
+        plan : FoldPlan
+        """
+        chunks = self.leaf_order[_leaf_order(splits, self.n_splits)]
+        return FoldPlan(
+            [self.test_indices(int(chunk)) for chunk in chunks],
+            self.n_samples,
+            order=self.order,
+            seed=self.seed,
+        )
 
     def n_samples_fed(self) -> int:
         """Total rows the tree feeds to the learner: about ``n * log2(2k)``."""
@@ -269,6 +322,36 @@ class FoldPlan:
             f"FoldPlan(n_splits={self.n_splits}, n_samples={self.n_samples}, "
             f"order={self.order!r})"
         )
+
+
+def _interleaved(start: int, end: int) -> list[int]:
+    """Leaves of ``(start, end)`` alternating between the two subtrees."""
+    if start == end:
+        return [start]
+    left, right = FoldPlan.children(start, end)
+    a, b = _interleaved(*left), _interleaved(*right)
+    merged = [leaf for pair in zip(a, b, strict=False) for leaf in pair]
+    return merged + a[len(b) :] + b[len(a) :]
+
+
+def _leaf_order(leaf_order, n_splits: int) -> np.ndarray:
+    if isinstance(leaf_order, str):
+        if leaf_order == "tree":
+            return np.arange(n_splits, dtype=np.intp)
+        if leaf_order == "interleaved":
+            return np.array(_interleaved(0, n_splits - 1), dtype=np.intp)
+    else:
+        order = np.asarray(leaf_order)
+        if (
+            order.ndim == 1
+            and np.issubdtype(order.dtype, np.integer)
+            and np.array_equal(np.sort(order), np.arange(n_splits))
+        ):
+            return order.astype(np.intp)
+    raise ValueError(
+        "The 'leaf_order' parameter must be 'tree', 'interleaved' or a "
+        f"permutation of range({n_splits}). Got {leaf_order!r} instead."
+    )
 
 
 def check_order(order, owner: str) -> None:

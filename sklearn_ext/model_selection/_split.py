@@ -40,6 +40,13 @@ class TreeCVSplitter(BaseCrossValidator):
     order : {"fixed", "randomized"}, default="fixed"
         ``"fixed"`` feeds each update's chunks in ascending chunk order;
         ``"randomized"`` feeds each update's rows in a random order.
+    leaf_order : {"tree", "interleaved"}, default="tree"
+        Order in which the folds are yielded. ``"tree"`` yields chunk ``i`` as
+        fold ``i`` (the same test folds, in the same order, as ``KFold``).
+        ``"interleaved"`` yields the leaves bit-reversed (``0, 4, 2, 6, 1, 5, 3,
+        7`` for ``k = 8``): consecutive folds share little training, so when a
+        search runs several folds of a candidate at once on parallel workers,
+        each later fold finds the longest possible prefix already trained.
 
     See Also
     --------
@@ -67,6 +74,7 @@ class TreeCVSplitter(BaseCrossValidator):
         shuffle: bool = False,
         random_state=None,
         order: str = "fixed",
+        leaf_order: str = "tree",
     ) -> None:
         name = type(self).__name__
         if not isinstance(n_splits, numbers.Integral) or isinstance(n_splits, bool):
@@ -82,6 +90,11 @@ class TreeCVSplitter(BaseCrossValidator):
         if not isinstance(shuffle, bool):
             raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
         check_order(order, name)
+        if leaf_order not in ("tree", "interleaved"):
+            raise ValueError(
+                f"The 'leaf_order' parameter of {name} must be a str among "
+                f"{{'tree', 'interleaved'}}. Got {leaf_order!r} instead."
+            )
         if not shuffle and order == "fixed" and random_state is not None:
             raise ValueError(
                 "Setting a random_state has no effect since shuffle is False and "
@@ -92,6 +105,7 @@ class TreeCVSplitter(BaseCrossValidator):
         self.shuffle = shuffle
         self.random_state = random_state
         self.order = order
+        self.leaf_order = leaf_order
 
     def _chunker(self):
         # KFold consumes random_state only when it shuffles.
@@ -124,6 +138,7 @@ class TreeCVSplitter(BaseCrossValidator):
             groups,
             order=self.order,
             random_state=self.random_state,
+            leaf_order=self.leaf_order,
         )
 
     def split(self, X, y=None, groups=None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -148,7 +163,8 @@ class TreeCVSplitter(BaseCrossValidator):
         yield from self.plan(X, y, groups).split()
 
     def _iter_test_indices(self, X=None, y=None, groups=None):
-        yield from self._chunker().split(X, y, groups)
+        for _, test in self.split(X, y, groups):
+            yield test
 
     def get_n_splits(self, X=None, y=None, groups=None) -> int:
         """Return the number of splitting iterations, ``n_splits``."""
@@ -173,6 +189,8 @@ class StratifiedTreeCVSplitter(TreeCVSplitter):
         Controls the shuffling and the randomized feeding order.
     order : {"fixed", "randomized"}, default="fixed"
         Feeding order, see :class:`TreeCVSplitter`.
+    leaf_order : {"tree", "interleaved"}, default="tree"
+        Order of the folds, see :class:`TreeCVSplitter`.
 
     Examples
     --------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -66,13 +67,14 @@ def tree_cross_validate(
         Targets; ``None`` for clustering and density estimation.
     groups : array-like of shape (n_samples,), default=None
         Group labels, passed to the splitter (e.g. ``GroupKFold``).
-    cv : int or cross-validation generator, default=5
+    cv : int, FoldPlan or cross-validation generator, default=5
         An int ``k`` (from 2 to ``n_samples``, leave-one-out) gives a
         :class:`StratifiedTreeCVSplitter` for classifiers with a binary or
         multiclass target and a :class:`TreeCVSplitter` otherwise. A
-        ``TreeCVSplitter`` or any scikit-learn splitter whose test folds
-        partition the samples (``KFold``, ``StratifiedKFold``, ``GroupKFold``...)
-        is accepted; fold ``i`` of the result is its fold ``i``.
+        :class:`FoldPlan`, a ``TreeCVSplitter`` or any scikit-learn splitter
+        whose test folds partition the samples (``KFold``, ``StratifiedKFold``,
+        ``GroupKFold``...) is accepted; fold ``i`` of the result is its split
+        ``i``.
     scoring : str, callable, list, tuple, set or dict, default=None
         As in :func:`sklearn.model_selection.cross_validate`. ``None`` uses the
         estimator's ``score`` for classifiers and regressors, minus the mean
@@ -167,13 +169,28 @@ def tree_cross_validate(
         classes=_classes(estimator, y, classes),
         n_jobs=n_jobs,
         return_estimator=return_estimator,
-        on_leaf=leaf_callback,
+        on_leaf=None if leaf_callback is None else _by_split(plan, leaf_callback),
     )
     leaves = backend.run(task)
     if isinstance(leaves, LeafTable):
         return _aggregate_table(leaves, plan, backend.name)
-    leaves = sorted(leaves, key=lambda leaf: leaf.fold)
+    # Backends number leaves by chunk; users see the plan's split index.
+    leaves = sorted(
+        (_as_split(plan, leaf) for leaf in leaves),
+        key=lambda leaf: leaf.fold,
+    )
     return _aggregate(leaves, backend.name, return_estimator)
+
+
+def _as_split(plan: FoldPlan, leaf: LeafResult) -> LeafResult:
+    return dataclasses.replace(leaf, fold=int(plan.split_index[leaf.fold]))
+
+
+def _by_split(plan: FoldPlan, callback):
+    def on_leaf(leaf: LeafResult) -> None:
+        callback(_as_split(plan, leaf))
+
+    return on_leaf
 
 
 def make_fold_plan(
@@ -183,8 +200,8 @@ def make_fold_plan(
 
     Parameters
     ----------
-    cv : int, TreeCVSplitter or cross-validation generator
-        See :func:`tree_cross_validate`.
+    cv : int, FoldPlan, TreeCVSplitter or cross-validation generator
+        See :func:`tree_cross_validate`. A plan is returned as it is.
     X, y, groups : array-like
         The data, targets and groups handed to the splitter.
     classifier : bool, default=False
@@ -199,6 +216,18 @@ def make_fold_plan(
     plan : FoldPlan
     """
     n_samples = X.shape[0]
+    if isinstance(cv, FoldPlan):
+        if cv.n_samples != n_samples:
+            raise ValueError(
+                f"The fold plan given as cv covers {cv.n_samples} samples but X "
+                f"has {n_samples}."
+            )
+        if order is not None and order != cv.order:
+            raise ValueError(
+                f"order={order!r} differs from the order of the fold plan given "
+                f"as cv ({cv.order!r}); leave order=None to use the plan's."
+            )
+        return cv
     if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
         if not 2 <= cv <= n_samples:
             raise ValueError(
@@ -215,13 +244,23 @@ def make_fold_plan(
         cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
     elif not hasattr(cv, "split") or isinstance(cv, str):
         raise ValueError(
-            "The 'cv' parameter must be an int in the range [2, n_samples] or a "
-            f"cross-validation generator with a split method. Got {cv!r} instead."
+            "The 'cv' parameter must be an int in the range [2, n_samples], a "
+            "FoldPlan or a cross-validation generator with a split method. Got "
+            f"{cv!r} instead."
         )
     if isinstance(cv, TreeCVSplitter):
         if order is None or order == cv.order:
             return cv.plan(X, y, groups)
-        cv = cv._chunker()  # Same chunks, the order asked for here.
+        # Same chunks and leaf order, the feeding order asked for here.
+        return FoldPlan.from_cv(
+            cv._chunker(),
+            X,
+            y,
+            groups,
+            order=order,
+            random_state=random_state,
+            leaf_order=cv.leaf_order,
+        )
     return FoldPlan.from_cv(
         cv, X, y, groups, order=order or "fixed", random_state=random_state
     )

@@ -1,0 +1,153 @@
+"""Data sets for the command line: files and scikit-learn's bundled sets."""
+
+from __future__ import annotations
+
+import csv
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BUNDLED", "load_dataset"]
+
+#: Data sets shipped inside scikit-learn (no download).
+BUNDLED = {
+    "iris": "load_iris",
+    "digits": "load_digits",
+    "wine": "load_wine",
+    "breast_cancer": "load_breast_cancer",
+    "diabetes": "load_diabetes",
+}
+#: scikit-learn data sets that must be downloaded: never fetched here.
+_FETCHED = {
+    "covtype",
+    "20newsgroups",
+    "california_housing",
+    "kddcup99",
+    "lfw_people",
+    "olivetti_faces",
+    "rcv1",
+    "openml",
+}
+SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt")
+
+
+def load_dataset(spec: str, target: str | None = None) -> tuple[Any, np.ndarray]:
+    """Load ``X, y`` from a file or a bundled scikit-learn data set name.
+
+    Parameters
+    ----------
+    spec : str
+        A ``.npz`` file (arrays ``X`` and ``y``), a ``.csv`` file (the last
+        column, or ``target``, is the target; a non-numeric first row is a
+        header), an svmlight/libsvm file (``.svm``, ``.svmlight``,
+        ``.libsvm``, ``.txt``), or one of :data:`BUNDLED`.
+    target : str, default=None
+        The target column of a CSV file: a header name or a 0-based index.
+
+    Returns
+    -------
+    X : ndarray or sparse matrix
+    y : ndarray
+
+    Raises
+    ------
+    ValueError
+        With a one-line message when the data set cannot be read.
+    """
+    path = Path(spec)
+    if not path.exists():
+        key = spec.lower().replace("-", "_")
+        if key in BUNDLED:
+            import sklearn.datasets
+
+            return getattr(sklearn.datasets, BUNDLED[key])(return_X_y=True)
+        if key in _FETCHED:
+            raise ValueError(
+                f"{spec!r} is not bundled with scikit-learn (it must be downloaded, "
+                "which optuna-treecv never does); pass a local .npz, .csv or "
+                "svmlight file instead."
+            )
+        raise ValueError(
+            f"dataset {spec!r} is neither a file nor a bundled data set "
+            f"({', '.join(sorted(BUNDLED))})."
+        )
+    if path.is_dir():
+        raise ValueError(f"dataset {spec!r} is a directory, not a data file.")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            return _load_npz(path)
+        if suffix == ".csv":
+            return _load_csv(path, target)
+        if suffix in SVMLIGHT_SUFFIXES:
+            from sklearn.datasets import load_svmlight_file
+
+            X, y = load_svmlight_file(str(path))
+            return X, y
+    except ValueError as exc:
+        raise ValueError(f"cannot read dataset {spec!r}: {_one_line(exc)}") from None
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read dataset {spec!r}: {_one_line(exc)}") from None
+    raise ValueError(
+        f"cannot read dataset {spec!r}: unknown file type {suffix or '(none)'!r}; "
+        f"use .npz, .csv or svmlight ({', '.join(SVMLIGHT_SUFFIXES)})."
+    )
+
+
+def _load_npz(path: Path):
+    with np.load(path, allow_pickle=False) as data:
+        missing = {"X", "y"} - set(data.files)
+        if missing:
+            raise ValueError(
+                f"the .npz file needs arrays 'X' and 'y'; it has {sorted(data.files)}"
+            )
+        return data["X"], data["y"]
+
+
+def _load_csv(path: Path, target: str | None):
+    with open(path, newline="") as f:
+        rows = [row for row in csv.reader(f) if row]
+    if not rows:
+        raise ValueError("the file is empty")
+    header = None
+    if not all(_is_number(cell) for cell in rows[0]):
+        header, rows = rows[0], rows[1:]
+    if len(rows) < 2:
+        raise ValueError("the file has fewer than 2 data rows")
+    n_columns = len(rows[0])
+    if n_columns < 2 or any(len(row) != n_columns for row in rows):
+        raise ValueError("rows need the same number (at least 2) of columns")
+    column = n_columns - 1
+    if target is not None:
+        if header is not None and target in header:
+            column = header.index(target)
+        elif target.lstrip("-").isdigit() and -n_columns <= int(target) < n_columns:
+            column = int(target) % n_columns
+        else:
+            raise ValueError(f"no target column {target!r}")
+    table = np.array(rows, dtype=object)
+    features = np.delete(table, column, axis=1)
+    try:
+        X = features.astype(float)
+    except ValueError:
+        raise ValueError("feature columns must be numeric") from None
+    y = table[:, column].astype(str)
+    if all(_is_number(v) for v in y):
+        y = y.astype(float)
+        if np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+    return X, y
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

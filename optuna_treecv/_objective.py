@@ -1,0 +1,427 @@
+"""``TreeCVObjective``: k-fold CV of a scikit-learn estimator as an Optuna objective."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.pruners import WilcoxonPruner
+from sklearn.base import clone, is_classifier
+from sklearn.utils import check_random_state
+
+from sklearn_ext.model_selection import FoldPlan, choose_backend
+from sklearn_ext.model_selection._choice import METHODS
+from sklearn_ext.model_selection._validation import (
+    _validate_data,
+    make_fold_plan,
+    make_scorer_dict,
+    tree_cross_validate,
+)
+
+if TYPE_CHECKING:
+    from optuna.trial import BaseTrial
+
+    from sklearn_ext.model_selection import LeafResult
+
+__all__ = ["TreeCVObjective", "REPORTS", "suggest_params"]
+
+#: What ``TreeCVObjective`` reports after each leaf.
+REPORTS = ("running_mean", "per_fold", None)
+
+ParamsSpec = Mapping[str, BaseDistribution] | Callable[["BaseTrial"], dict[str, Any]]
+
+
+class TreeCVObjective:
+    """An Optuna objective scoring a scikit-learn estimator by k-fold CV.
+
+    Each call clones ``estimator``, sets the parameters sampled from ``params``
+    and cross-validates it with :func:`sklearn_ext.tree_cross_validate`: with
+    TreeCV, the ``k`` fold models of a ``partial_fit`` learner are trained along
+    a binary tree for about ``log2(2k)`` passes over the data instead of
+    ``k - 1``. After each finished fold (leaf) it reports to the trial and
+    raises :class:`optuna.TrialPruned` when ``trial.should_prune()`` says so,
+    so a pruned trial stops training at once.
+
+    The folds are computed once, when the objective is built; every trial is
+    scored on the same folds, as a fair comparison of trials requires.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The learner; cloned for every trial.
+    params : dict or callable
+        Either a dict from parameter name (``set_params`` syntax, nested names
+        such as ``"clf__alpha"`` included) to an :mod:`optuna.distributions`
+        object, sampled with ``trial.suggest_*``; or a callable
+        ``params(trial) -> dict`` returning the parameters to set, for
+        conditional search spaces.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training data.
+    y : array-like of shape (n_samples,), default=None
+        Targets.
+    cv : int or cross-validation generator, default=5
+        As in :func:`sklearn_ext.tree_cross_validate`: an int ``k`` gives a
+        (stratified, for classifiers) :class:`~sklearn_ext.TreeCVSplitter`.
+    scoring : str or callable, default=None
+        One scikit-learn metric (greater is better); ``None`` uses the
+        estimator's ``score``.
+    backend : {"auto", "treecv", "standard", ...}, default="auto"
+        A method of :func:`~sklearn_ext.tree_cross_validate`. ``"auto"`` takes
+        the fastest backend that applies to the trial's estimator and falls back
+        to ``"standard"`` (with a warning, once) for an estimator TreeCV cannot
+        run. The backend that ran is recorded in the ``backend`` attribute.
+    report : {"running_mean", "per_fold"} or None, default="running_mean"
+        ``"running_mean"`` reports the mean score of the folds done so far at
+        ``step = leaves done - 1``, for pruners comparing learning curves
+        (:class:`~optuna.pruners.MedianPruner`, ``PercentilePruner``,
+        ``SuccessiveHalvingPruner``...). ``"per_fold"`` reports each fold's own
+        score with ``step`` = the fold index and visits the leaves in a shuffled
+        order drawn per trial, as :class:`~optuna.pruners.WilcoxonPruner`
+        expects. ``None`` reports nothing. Multi-objective studies never report.
+    n_jobs : int, default=None
+        Workers of each CV run (subtrees or folds), see
+        :func:`~sklearn_ext.tree_cross_validate`. Use ``optimize(n_jobs=...)``
+        to run trials in parallel instead.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shuffled leaf order of ``report="per_fold"``, drawn per trial
+        from it and the trial number. Pass an int for reproducible studies.
+        (A randomized feeding order is a property of ``cv``, e.g.
+        ``TreeCVSplitter(10, order="randomized", random_state=0)``.)
+
+    Attributes
+    ----------
+    fold_plan_ : FoldPlan
+        The folds every trial is scored on.
+
+    Notes
+    -----
+    Every trial gets JSON-safe user attributes: ``split{i}_test_score`` for
+    each fold ``i`` (of the base plan, whatever order the leaves ran in),
+    ``mean_test_score``, ``std_test_score`` (population standard deviation, as
+    in scikit-learn's ``cv_results_``), ``stderr_test_score`` (the standard
+    error of the mean, ``std(ddof=1) / sqrt(k)``), ``n_samples_fed`` (rows
+    passed to the learner), ``fit_time`` (seconds spent in ``partial_fit`` or
+    ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
+    reports included) and ``backend``. A pruned trial records the folds it
+    finished, with ``n_samples_fed`` and the times so far. (Extra attribute:
+    ``fold_order`` with ``report="per_fold"``.)
+
+    The objective returns the mean test score, or ``(mean, std)`` when the
+    study has two directions (e.g. ``directions=["maximize", "minimize"]``).
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna.distributions import FloatDistribution
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from optuna_treecv import TreeCVObjective
+    >>> X, y = load_iris(return_X_y=True)
+    >>> objective = TreeCVObjective(
+    ...     SGDClassifier(random_state=0),
+    ...     {"alpha": FloatDistribution(1e-5, 1e-1, log=True)},
+    ...     X, y, cv=4,
+    ... )
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(direction="maximize")
+    >>> study.optimize(objective, n_trials=3)
+    >>> trial = study.best_trial
+    >>> trial.value == trial.user_attrs["mean_test_score"]
+    True
+    >>> trial.user_attrs["backend"]
+    'python_tree'
+    """
+
+    def __init__(
+        self,
+        estimator,
+        params: ParamsSpec,
+        X,
+        y=None,
+        *,
+        cv=5,
+        scoring=None,
+        backend: str = "auto",
+        report: str | None = "running_mean",
+        n_jobs: int | None = None,
+        random_state=None,
+    ) -> None:
+        _check_params_spec(params, estimator)
+        if not isinstance(backend, str) or backend not in METHODS:
+            raise ValueError(
+                "The 'backend' parameter of TreeCVObjective must be a str among "
+                f"{set(METHODS)}. Got {backend!r} instead."
+            )
+        if report not in REPORTS:
+            raise ValueError(
+                "The 'report' parameter of TreeCVObjective must be one of "
+                f"{REPORTS}. Got {report!r} instead."
+            )
+        if scoring is not None and not (isinstance(scoring, str) or callable(scoring)):
+            raise ValueError(
+                "The 'scoring' parameter of TreeCVObjective must be a str, a "
+                f"callable or None (one metric). Got {scoring!r} instead."
+            )
+        make_scorer_dict(estimator, scoring)  # An unknown metric fails here.
+        self.estimator = estimator
+        self.params = params
+        self.X, self.y = _validate_data(X, y)
+        self.cv = cv
+        self.scoring = scoring
+        self.backend = backend
+        self.report = report
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        rng = check_random_state(random_state)
+        self._seed = int(rng.randint(0, 2**31 - 1))
+        self.fold_plan_: FoldPlan = make_fold_plan(
+            cv,
+            self.X,
+            self.y,
+            classifier=is_classifier(estimator),
+            random_state=rng,
+        )
+        self._warned_fallback = False
+        self._warned_wilcoxon = False
+
+    # -- the objective ------------------------------------------------------------
+    def __call__(self, trial: BaseTrial) -> float | tuple[float, float]:
+        study = getattr(trial, "study", None)
+        n_objectives = len(study.directions) if study is not None else 1
+        if n_objectives > 2:
+            raise ValueError(
+                "TreeCVObjective returns the mean test score, or (mean, std) for a "
+                f"study with two directions; this study has {n_objectives}."
+            )
+        multi = n_objectives == 2
+        if (
+            self.report == "running_mean"
+            and isinstance(getattr(study, "pruner", None), WilcoxonPruner)
+            and not self._warned_wilcoxon
+        ):
+            self._warned_wilcoxon = True
+            warnings.warn(
+                "WilcoxonPruner compares per-instance values; use "
+                "TreeCVObjective(..., report='per_fold') with it.",
+                UserWarning,
+                stacklevel=2,
+            )
+        params = suggest_params(trial, self.params)
+        estimator = clone(self.estimator)
+        try:
+            estimator.set_params(**params)
+        except ValueError as exc:
+            raise ValueError(f"Cannot set params {params!r}: {exc}") from None
+        method = self._method(estimator)
+        backend_name = choose_backend(estimator, method).name
+
+        plan = self.fold_plan_
+        folds = np.arange(plan.n_splits)
+        report = None if multi else self.report
+        if report == "per_fold":
+            rng = np.random.default_rng([self._seed, int(trial.number)])
+            folds = rng.permutation(plan.n_splits)
+            trial.set_user_attr("fold_order", [int(f) for f in folds])
+        progress = _Progress(trial, folds, report)
+        tic = time.perf_counter()
+        try:
+            result = tree_cross_validate(
+                estimator,
+                self.X,
+                self.y,
+                cv=plan if report != "per_fold" else plan.reordered(folds),
+                scoring=self.scoring,
+                method=method,
+                n_jobs=self.n_jobs,
+                leaf_callback=progress,
+            )
+        except optuna.TrialPruned:
+            progress.record(trial, backend_name, time.perf_counter() - tic)
+            raise
+        # Fold j of the run is fold folds[j] of the base plan.
+        scores = np.empty(plan.n_splits)
+        scores[folds] = result["test_score"]
+        attrs = {f"split{i}_test_score": float(s) for i, s in enumerate(scores)}
+        mean = float(np.mean(scores))
+        std = float(np.std(scores))
+        attrs.update(
+            mean_test_score=mean,
+            std_test_score=std,
+            stderr_test_score=_stderr(scores),
+            n_samples_fed=int(result["n_samples_fed"]),
+            fit_time=float(np.sum(result["fit_time"])),
+            score_time=float(np.sum(result["score_time"])),
+            cv_time=time.perf_counter() - tic,
+            backend=str(result["backend"]),
+        )
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        return (mean, std) if multi else mean
+
+    def _method(self, estimator) -> str:
+        if self.backend != "auto":
+            return self.backend
+        try:
+            choose_backend(estimator, "auto")
+        except TypeError:
+            if not self._warned_fallback:
+                self._warned_fallback = True
+                warnings.warn(
+                    f"TreeCV cannot run {type(estimator).__name__} (no "
+                    "partial_fit); TreeCVObjective falls back to standard k-fold "
+                    "CV, recorded as backend='standard'.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            return "standard"
+        return "auto"
+
+    def __repr__(self) -> str:
+        return (
+            f"TreeCVObjective({type(self.estimator).__name__}, "
+            f"n_splits={self.fold_plan_.n_splits}, backend={self.backend!r}, "
+            f"report={self.report!r})"
+        )
+
+
+class _Progress:
+    """The leaf callback: report to the trial, prune, keep what was done."""
+
+    def __init__(self, trial: BaseTrial, folds: np.ndarray, report: str | None):
+        self.trial = trial
+        self.folds = folds
+        self.report = report
+        self.scores: dict[int, float] = {}
+        self.n_samples_fed = 0
+        self.fit_time = 0.0
+        self.score_time = 0.0
+
+    def __call__(self, leaf: LeafResult) -> None:
+        fold = int(self.folds[leaf.fold])
+        score = float(next(iter(leaf.scores.values())))
+        self.scores[fold] = score
+        self.n_samples_fed += int(leaf.n_samples_fed)
+        self.fit_time += float(leaf.fit_time)
+        self.score_time += float(leaf.score_time)
+        if self.report is None:
+            return
+        if self.report == "running_mean":
+            value = math.fsum(self.scores.values()) / len(self.scores)
+            self.trial.report(value, step=len(self.scores) - 1)
+        else:
+            self.trial.report(score, step=fold)
+        if self.trial.should_prune():
+            raise optuna.TrialPruned(
+                f"Pruned after {len(self.scores)} of {len(self.folds)} folds."
+            )
+
+    def record(self, trial: BaseTrial, backend: str, wall_time: float) -> None:
+        for fold, score in sorted(self.scores.items()):
+            trial.set_user_attr(f"split{fold}_test_score", score)
+        trial.set_user_attr("n_samples_fed", self.n_samples_fed)
+        trial.set_user_attr("fit_time", self.fit_time)
+        trial.set_user_attr("score_time", self.score_time)
+        trial.set_user_attr("cv_time", wall_time)
+        trial.set_user_attr("backend", backend)
+
+
+def _stderr(scores: np.ndarray) -> float:
+    """Standard error of the mean fold score, ``std(ddof=1) / sqrt(k)``."""
+    if len(scores) < 2:
+        return float("nan")
+    return float(np.std(scores, ddof=1) / math.sqrt(len(scores)))
+
+
+# -- search spaces ------------------------------------------------------------------
+def suggest_params(trial: BaseTrial, params: ParamsSpec) -> dict[str, Any]:
+    """Sample estimator parameters for ``trial`` with the public ``suggest_*`` API.
+
+    Parameters
+    ----------
+    trial : optuna.trial.BaseTrial
+        The trial (a ``FixedTrial`` replays given values).
+    params : dict or callable
+        A dict from name to :mod:`optuna.distributions` object, or a callable
+        ``params(trial) -> dict``.
+
+    Returns
+    -------
+    params : dict
+        Parameter values to pass to ``set_params``.
+
+    Examples
+    --------
+    >>> from optuna.distributions import CategoricalDistribution
+    >>> from optuna.trial import FixedTrial
+    >>> from optuna_treecv import suggest_params
+    >>> space = {"loss": CategoricalDistribution(["hinge", "log_loss"])}
+    >>> suggest_params(FixedTrial({"loss": "hinge"}), space)
+    {'loss': 'hinge'}
+    """
+    if callable(params) and not isinstance(params, Mapping):
+        values = params(trial)
+        if not isinstance(values, Mapping):
+            raise TypeError(
+                "The 'params' callable of TreeCVObjective must return a dict of "
+                f"estimator parameters. Got {values!r} instead."
+            )
+        return dict(values)
+    return {name: _suggest(trial, name, dist) for name, dist in params.items()}
+
+
+def _suggest(trial: BaseTrial, name: str, dist: BaseDistribution) -> Any:
+    if isinstance(dist, FloatDistribution):
+        return trial.suggest_float(
+            name, dist.low, dist.high, step=dist.step, log=dist.log
+        )
+    if isinstance(dist, IntDistribution):
+        return trial.suggest_int(
+            name, dist.low, dist.high, step=dist.step, log=dist.log
+        )
+    if isinstance(dist, CategoricalDistribution):
+        return trial.suggest_categorical(name, dist.choices)
+    raise TypeError(f"Unsupported distribution {dist!r} for parameter {name!r}.")
+
+
+def _check_params_spec(params, estimator) -> None:
+    if callable(params) and not isinstance(params, Mapping):
+        return
+    if not isinstance(params, Mapping):
+        raise TypeError(
+            "The 'params' parameter of TreeCVObjective must be a dict from "
+            "parameter name to an optuna.distributions object, or a callable "
+            f"trial -> dict. Got {type(params).__name__} instead."
+        )
+    valid = estimator.get_params(deep=True)
+    for name, dist in params.items():
+        if not isinstance(dist, FloatDistribution | IntDistribution) and not (
+            isinstance(dist, CategoricalDistribution)
+        ):
+            hint = ""
+            if isinstance(dist, list | tuple):
+                hint = f" (e.g. CategoricalDistribution({list(dist)!r}))"
+            elif isinstance(dist, numbers.Number):
+                hint = " (a fixed value belongs in the estimator itself)"
+            raise TypeError(
+                f"The value of params[{name!r}] must be an optuna.distributions "
+                "object (FloatDistribution, IntDistribution or "
+                f"CategoricalDistribution){hint}. Got {dist!r} instead."
+            )
+        if name not in valid:
+            raise ValueError(
+                f"Invalid parameter {name!r} for estimator "
+                f"{type(estimator).__name__}. Valid parameters are: "
+                f"{sorted(k for k in valid if '__' not in k)!r}."
+            )

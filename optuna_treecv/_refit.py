@@ -1,0 +1,171 @@
+"""From a study to a model: pick a trial (best or one-standard-error), refit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from optuna.trial import FixedTrial, TrialState
+from sklearn.base import clone
+
+from optuna_treecv._objective import suggest_params
+from sklearn_ext.model_selection import one_standard_error_rule
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
+    from optuna.trial import FrozenTrial
+
+__all__ = ["select_trial", "refit_estimator"]
+
+
+def select_trial(
+    study: optuna.Study,
+    *,
+    simplest: str | Callable[[dict[str, Any]], Any] | None = None,
+    greater_is_simpler: bool = False,
+    n_std_errors: float = 1.0,
+) -> FrozenTrial:
+    """The trial to deploy: the best one, or the one-standard-error choice.
+
+    Parameters
+    ----------
+    study : optuna.Study
+        A study optimized with :class:`~optuna_treecv.TreeCVObjective`.
+    simplest : str or callable, default=None
+        ``None`` returns the best trial (the highest ``mean_test_score`` in a
+        multi-objective study). Otherwise a parameter name (or a callable
+        ``trial.params -> complexity``) defining the simplest model, and the
+        simplest complete trial whose mean test score is within
+        ``n_std_errors`` standard errors of the best is returned (see
+        :func:`sklearn_ext.model_selection.one_standard_error_rule`).
+    greater_is_simpler : bool, default=False
+        Whether a larger value of the ``simplest`` parameter is simpler.
+    n_std_errors : float, default=1.0
+        Width of the tolerance band in standard errors of the best trial.
+
+    Returns
+    -------
+    trial : optuna.trial.FrozenTrial
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna.distributions import FloatDistribution
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from optuna_treecv import TreeCVObjective, select_trial
+    >>> X, y = load_iris(return_X_y=True)
+    >>> space = {"alpha": FloatDistribution(1e-5, 1.0, log=True)}
+    >>> objective = TreeCVObjective(SGDClassifier(random_state=0), space, X, y)
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(direction="maximize")
+    >>> study.optimize(objective, n_trials=5)
+    >>> trial = select_trial(study, simplest="alpha", greater_is_simpler=True)
+    >>> trial.params["alpha"] >= study.best_trial.params["alpha"]
+    True
+    """
+    trials = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if "mean_test_score" in t.user_attrs
+    ]
+    if simplest is None and len(study.directions) == 1:
+        return study.best_trial
+    if not trials:
+        raise ValueError(
+            f"Study {study.study_name!r} has no complete trial with a "
+            "mean_test_score attribute (run TreeCVObjective first)."
+        )
+    cv_results = _cv_results(trials)
+    if simplest is None:
+        means = cv_results["mean_test_score"]
+        index = means.index(max(means))
+    else:
+        rule = one_standard_error_rule(
+            simplest, greater_is_simpler=greater_is_simpler, n_std_errors=n_std_errors
+        )
+        index = rule(cv_results)
+    return trials[index]
+
+
+def refit_estimator(
+    study: optuna.Study,
+    estimator,
+    X,
+    y=None,
+    *,
+    params: Mapping[str, BaseDistribution] | Callable[..., dict] | None = None,
+    simplest: str | Callable[[dict[str, Any]], Any] | None = None,
+    greater_is_simpler: bool = False,
+    n_std_errors: float = 1.0,
+    **fit_params,
+):
+    """Fit a clone of ``estimator`` on all the data with a chosen trial's params.
+
+    Parameters
+    ----------
+    study : optuna.Study
+        A study optimized with :class:`~optuna_treecv.TreeCVObjective`.
+    estimator : estimator object
+        The learner the objective cross-validated.
+    X, y : array-like
+        All the training data.
+    params : dict or callable, default=None
+        The objective's ``params``. Needed when it is a callable (the trial's
+        sampled values are replayed through it with
+        :class:`optuna.trial.FixedTrial`); ``None`` sets ``trial.params``
+        directly.
+    simplest, greater_is_simpler, n_std_errors
+        Which trial to take, see :func:`select_trial`.
+    **fit_params
+        Passed to ``estimator.fit``.
+
+    Returns
+    -------
+    estimator : estimator object
+        The fitted clone. The chosen trial is its ``optuna_trial_`` attribute.
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna.distributions import FloatDistribution
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from optuna_treecv import TreeCVObjective, refit_estimator
+    >>> X, y = load_iris(return_X_y=True)
+    >>> space = {"alpha": FloatDistribution(1e-5, 1.0, log=True)}
+    >>> sgd = SGDClassifier(random_state=0)
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(direction="maximize")
+    >>> study.optimize(TreeCVObjective(sgd, space, X, y), n_trials=3)
+    >>> model = refit_estimator(study, sgd, X, y)
+    >>> model.alpha == study.best_params["alpha"]
+    True
+    """
+    trial = select_trial(
+        study,
+        simplest=simplest,
+        greater_is_simpler=greater_is_simpler,
+        n_std_errors=n_std_errors,
+    )
+    if params is None or isinstance(params, Mapping):
+        values = dict(trial.params)
+    else:
+        values = suggest_params(FixedTrial(trial.params, trial.number), params)
+    model = clone(estimator).set_params(**values)
+    model.fit(X, y, **fit_params)
+    model.optuna_trial_ = trial
+    return model
+
+
+def _cv_results(trials: list[FrozenTrial]) -> dict[str, list]:
+    """A ``cv_results_``-like dict built from the trials' user attributes."""
+    results: dict[str, list] = {
+        "params": [t.params for t in trials],
+        "mean_test_score": [t.user_attrs["mean_test_score"] for t in trials],
+        "stderr_test_score": [
+            t.user_attrs.get("stderr_test_score", float("nan")) for t in trials
+        ],
+    }
+    return results

@@ -1,0 +1,446 @@
+"""Tests for tree_cross_validate and the Python tree / standard backends."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from joblib import parallel_config
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin, DensityMixin
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.datasets import load_diabetes, load_digits, load_iris
+from sklearn.linear_model import LogisticRegression, SGDClassifier, SGDRegressor
+from sklearn.model_selection import (
+    GroupKFold,
+    KFold,
+    LeaveOneOut,
+    ShuffleSplit,
+    StratifiedKFold,
+    TimeSeriesSplit,
+    cross_validate,
+)
+from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+
+from sklearn_ext import (
+    LeafResult,
+    StratifiedTreeCVSplitter,
+    TreeCVSplitter,
+    tree_cross_validate,
+)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits(return_X_y=True)
+
+
+# -- exactness for order-independent learners -------------------------------------
+@pytest.mark.parametrize("estimator", [MultinomialNB(), BernoulliNB()])
+def test_naive_bayes_equals_cross_validate_k10(estimator, digits):
+    X, y = digits
+    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(10))
+    ref = cross_validate(estimator, X, y, cv=KFold(10))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    assert ours["backend"] == "python_tree"
+    # An int cv stratifies for classifiers, as scikit-learn's cross_validate does.
+    ours = tree_cross_validate(estimator, X, y, cv=10)
+    ref = cross_validate(estimator, X, y, cv=StratifiedKFold(10))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+@pytest.mark.parametrize("estimator", [MultinomialNB(), BernoulliNB()])
+def test_naive_bayes_leave_one_out(estimator, digits):
+    X, y = digits[0][:300], digits[1][:300]
+    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(300))
+    ref = cross_validate(estimator, X, y, cv=LeaveOneOut())
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    assert ours["n_samples_fed"] <= (math.log2(300) + 1) * 300
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    counts=st.integers(20, 60).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.integers(2, n),
+            st.integers(0, 2**32 - 1),
+            st.sampled_from(["fixed", "randomized"]),
+        )
+    )
+)
+def test_property_treecv_equals_standard_for_multinomial_nb(counts):
+    n_samples, n_splits, seed, order = counts
+    rng = np.random.RandomState(seed)
+    X = rng.poisson(3.0, size=(n_samples, 5))
+    y = rng.randint(0, 3, size=n_samples)
+    cv = TreeCVSplitter(n_splits, shuffle=True, random_state=seed, order=order)
+
+    def log_likelihood(est, X, y):
+        return est.predict_log_proba(X)[np.arange(len(y)), y].sum()
+
+    ours = tree_cross_validate(MultinomialNB(), X, y, cv=cv, scoring=log_likelihood)
+    # Reference: one model per fold from a single batch update on all its rows.
+    ref = [
+        log_likelihood(
+            MultinomialNB().partial_fit(X[train], y[train], classes=[0, 1, 2]),
+            X[test],
+            y[test],
+        )
+        for train, test in cv.split(X, y)
+    ]
+    assert_allclose(ours["test_score"], ref, rtol=1e-10)
+
+
+# -- online learners: the tree trains the models standard CV trains ----------------
+@pytest.mark.parametrize("order", ["fixed", "randomized"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_sgd_tree_equals_standard_with_same_order(order, n_jobs, global_random_seed):
+    X, y = load_iris(return_X_y=True)
+    est = SGDClassifier(random_state=global_random_seed)
+    kwargs = dict(cv=8, order=order, random_state=global_random_seed, n_jobs=n_jobs)
+    with parallel_config(backend="threading"):
+        tree = tree_cross_validate(est, X, y, return_estimator=True, **kwargs)
+        ref = tree_cross_validate(est, X, y, method="standard", **kwargs)
+    assert_array_equal(tree["test_score"], ref["test_score"])
+    assert tree["backend"] == "python_tree" and ref["backend"] == "standard"
+    assert tree["n_samples_fed"] < ref["n_samples_fed"]
+    assert len({id(e) for e in tree["estimator"]}) == 8
+
+
+def test_parallel_processes_match_sequential(digits):
+    X, y = digits
+    est = SGDClassifier(random_state=0)
+    seq = tree_cross_validate(est, X, y, cv=16)
+    par = tree_cross_validate(est, X, y, cv=16, n_jobs=2)
+    assert_array_equal(seq["test_score"], par["test_score"])
+    assert seq["n_samples_fed"] == par["n_samples_fed"]
+
+
+def test_regression_and_fit_time_accounting():
+    X, y = load_diabetes(return_X_y=True)
+    est = SGDRegressor(random_state=0)
+    tree = tree_cross_validate(est, X, y, cv=5, scoring="neg_mean_squared_error")
+    ref = tree_cross_validate(
+        est, X, y, cv=5, scoring="neg_mean_squared_error", method="standard"
+    )
+    assert_array_equal(tree["test_score"], ref["test_score"])
+    assert np.all(tree["fit_time"] >= 0) and np.all(tree["score_time"] > 0)
+    assert tree["n_samples_fed"] == TreeCVSplitter(5).plan(X).n_samples_fed()
+    assert ref["n_samples_fed"] == 4 * len(X)
+
+
+# -- unsupervised learners ----------------------------------------------------------
+def test_clustering_score_is_minus_mean_squared_distance():
+    X, _ = load_iris(return_X_y=True)
+    est = MiniBatchKMeans(n_clusters=3, random_state=0, n_init=1)
+    result = tree_cross_validate(est, X, cv=5, return_estimator=True)
+    plan = TreeCVSplitter(5).plan(X)
+    for fold, model in enumerate(result["estimator"]):
+        X_test = X[plan.test_indices(fold)]
+        expected = -np.mean(np.min(model.transform(X_test), axis=1) ** 2)
+        assert_allclose(result["test_score"][fold], expected, rtol=1e-10)
+
+
+class IncrementalGaussian(DensityMixin, BaseEstimator):
+    """Diagonal Gaussian density from running sums: order-independent."""
+
+    def partial_fit(self, X, y=None):
+        if not hasattr(self, "n_"):
+            self.n_, self.s1_, self.s2_ = 0, 0.0, 0.0
+        self.n_ += X.shape[0]
+        self.s1_ = self.s1_ + X.sum(axis=0)
+        self.s2_ = self.s2_ + (X**2).sum(axis=0)
+        return self
+
+    def fit(self, X, y=None):
+        for attr in ("n_", "s1_", "s2_"):
+            self.__dict__.pop(attr, None)
+        return self.partial_fit(X)
+
+    def score_samples(self, X):
+        mean = self.s1_ / self.n_
+        var = self.s2_ / self.n_ - mean**2 + 1e-9
+        return -0.5 * np.sum(np.log(2 * np.pi * var) + (X - mean) ** 2 / var, axis=1)
+
+
+def test_density_score_is_mean_log_likelihood():
+    X, _ = load_iris(return_X_y=True)
+    tree = tree_cross_validate(IncrementalGaussian(), X, cv=TreeCVSplitter(7))
+    ref = cross_validate(
+        IncrementalGaussian(),
+        X,
+        cv=KFold(7),
+        scoring=lambda est, X, y=None: est.score_samples(X).mean(),
+    )
+    assert_allclose(tree["test_score"], ref["test_score"], rtol=1e-10)
+
+
+# -- snapshot / restore -------------------------------------------------------------
+class SnapshotNB(MultinomialNB):
+    """MultinomialNB that saves and reverts its counts instead of being copied."""
+
+    snapshots = 0
+
+    def _treecv_snapshot(self):
+        type(self).snapshots += 1
+        return copy.deepcopy(self.__dict__)
+
+    def _treecv_restore(self, state):
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("the snapshot strategy must not copy the model")
+
+
+def test_snapshot_restore_strategy(digits):
+    X, y = digits
+    SnapshotNB.snapshots = 0
+    ours = tree_cross_validate(SnapshotNB(), X, y, cv=TreeCVSplitter(6))
+    ref = cross_validate(MultinomialNB(), X, y, cv=KFold(6))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    assert SnapshotNB.snapshots == 5  # one per internal node
+
+
+# -- scoring, params, groups, callbacks ---------------------------------------------
+def test_multimetric_and_callable_scoring(digits):
+    X, y = digits
+    result = tree_cross_validate(
+        MultinomialNB(), X, y, cv=4, scoring=["accuracy", "f1_macro"]
+    )
+    assert {"test_accuracy", "test_f1_macro"} <= set(result)
+    ref = cross_validate(MultinomialNB(), X, y, cv=4, scoring=["accuracy", "f1_macro"])
+    assert_array_equal(result["test_f1_macro"], ref["test_f1_macro"])
+    custom = tree_cross_validate(
+        MultinomialNB(), X, y, cv=4, scoring=lambda est, X, y: 1.0
+    )
+    assert_array_equal(custom["test_score"], np.ones(4))
+
+
+def test_sample_weight_is_sliced_per_update(digits):
+    X, y = digits
+    weights = np.random.RandomState(0).uniform(0.5, 2.0, size=len(y))
+    ours = tree_cross_validate(
+        MultinomialNB(),
+        X,
+        y,
+        cv=TreeCVSplitter(5),
+        fit_params={"sample_weight": weights},
+        scoring="neg_log_loss",
+    )
+    ref = cross_validate(
+        MultinomialNB(),
+        X,
+        y,
+        cv=KFold(5),
+        params={"sample_weight": weights},
+        scoring="neg_log_loss",
+    )
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=1e-10)
+
+
+def test_group_kfold_folds_are_kept(digits):
+    X, y = digits
+    groups = np.arange(len(y)) % 7
+    cv = GroupKFold(7)
+    ours = tree_cross_validate(MultinomialNB(), X, y, groups=groups, cv=cv)
+    ref = cross_validate(MultinomialNB(), X, y, groups=groups, cv=cv)
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+def test_missing_class_in_a_training_part():
+    X, y = load_iris(return_X_y=True)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    # Chunk 0 holds every sample of class 0: fold 0's model never sees it.
+    cv = KFold(3)
+    result = tree_cross_validate(
+        SGDClassifier(random_state=0), X, y, cv=cv, return_estimator=True
+    )
+    assert_array_equal(result["estimator"][0].classes_, [0, 1, 2])
+    assert result["test_score"][0] == 0.0
+    with pytest.raises(ValueError, match=r"\[2\] are missing from \[0, 1\]"):
+        tree_cross_validate(SGDClassifier(), X, y, cv=cv, classes=[0, 1])
+
+
+def test_leaf_callback_streams_and_can_stop(digits):
+    X, y = digits
+    seen = []
+    tree_cross_validate(MultinomialNB(), X, y, cv=5, leaf_callback=seen.append)
+    assert [leaf.fold for leaf in seen] == [0, 1, 2, 3, 4]
+    assert all(isinstance(leaf, LeafResult) for leaf in seen)
+    assert sum(leaf.n_samples_fed for leaf in seen) == (
+        StratifiedTreeCVSplitter(5).plan(X, y).n_samples_fed()
+    )
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(leaf):
+        if leaf.fold == 1:
+            raise Stop
+
+    for method in ("treecv", "standard"):
+        with pytest.raises(Stop):
+            tree_cross_validate(
+                MultinomialNB(),
+                X,
+                y,
+                cv=5,
+                method=method,
+                leaf_callback=stop_after_two,
+            )
+
+
+def test_standard_method_runs_any_estimator(digits):
+    X, y = digits[0][:400], digits[1][:400]
+    est = LogisticRegression(max_iter=200)
+    ours = tree_cross_validate(
+        est, X, y, cv=StratifiedTreeCVSplitter(4), method="standard"
+    )
+    ref = cross_validate(est, X, y, cv=StratifiedKFold(4))
+    assert_allclose(ours["test_score"], ref["test_score"])
+    assert ours["backend"] == "standard"
+
+
+def test_sparse_input(digits):
+    X, y = digits
+    ours = tree_cross_validate(MultinomialNB(), sparse.csr_matrix(X), y, cv=5)
+    ref = tree_cross_validate(MultinomialNB(), X, y, cv=5)
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+# -- bad input ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "X, y, kwargs, error, message",
+    [
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"cv": 1},
+            ValueError,
+            r"'cv' parameter must be an int in the range \[2, n_samples=10\]",
+        ),
+        (np.ones((10, 2)), np.arange(10) % 2, {"cv": 11}, ValueError, "Got 11 instead"),
+        (
+            np.ones((10, 2)),
+            np.arange(9) % 2,
+            {},
+            ValueError,
+            r"inconsistent numbers of samples: \[10, 9\]",
+        ),
+        (
+            np.array([[np.nan, 1.0]] * 10),
+            np.arange(10) % 2,
+            {},
+            ValueError,
+            "Input X contains NaN",
+        ),
+        (
+            np.array([[np.inf, 1.0]] * 10),
+            np.arange(10) % 2,
+            {},
+            ValueError,
+            "Input X contains infinity",
+        ),
+        (
+            np.ones((10, 2)),
+            np.r_[np.nan, np.ones(9)],
+            {},
+            ValueError,
+            "Input y contains NaN",
+        ),
+        (np.ones((0, 2)), np.ones(0), {}, ValueError, r"Found array with 0 sample"),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"cv": ShuffleSplit(3)},
+            ValueError,
+            "do not partition the samples",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"cv": TimeSeriesSplit(3)},
+            ValueError,
+            "do not partition the samples",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"cv": "five"},
+            ValueError,
+            "cross-validation generator",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"method": "fast"},
+            ValueError,
+            "The 'method' parameter of tree_cross_validate",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"order": "sorted"},
+            ValueError,
+            "The 'order' parameter of tree_cross_validate",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"scoring": "no_such_metric"},
+            ValueError,
+            "Invalid scoring='no_such_metric'",
+        ),
+        (
+            np.ones((10, 2)),
+            np.arange(10) % 2,
+            {"fit_params": [1]},
+            TypeError,
+            "The 'fit_params' parameter",
+        ),
+    ],
+)
+def test_bad_input(X, y, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        tree_cross_validate(MultinomialNB(), X, y, **kwargs)
+
+
+def test_estimator_without_partial_fit():
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(
+        TypeError,
+        match=r"LogisticRegression has no partial_fit.*"
+        r"method='standard'",
+    ):
+        tree_cross_validate(LogisticRegression(), X, y)
+
+
+class OrderSensitive(ClassifierMixin, BaseEstimator):
+    """Records the rows it is fed, to check the tree's order."""
+
+    def partial_fit(self, X, y, classes=None):
+        self.rows_ = [*getattr(self, "rows_", []), *X[:, 0].astype(int).tolist()]
+        self.classes_ = np.asarray(classes if classes is not None else self.classes_)
+        return self
+
+    def fit(self, X, y):
+        self.rows_ = []
+        return self.partial_fit(X, y, classes=np.unique(y))
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_models_see_the_splitters_training_order():
+    X = np.arange(20, dtype=float).reshape(-1, 1)
+    y = np.arange(20) % 2
+    cv = TreeCVSplitter(5, order="randomized", random_state=3)
+    result = tree_cross_validate(OrderSensitive(), X, y, cv=cv, return_estimator=True)
+    for (train, _), model in zip(cv.split(X, y), result["estimator"], strict=True):
+        assert model.rows_ == train.tolist()
