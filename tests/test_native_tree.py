@@ -6,13 +6,13 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import is_classifier
 
-from sklearn_ext import tree_cross_validate
+from sklearn_ext import FoldPlan, tree_cross_validate
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
     PegasosClassifier,
 )
-from sklearn_ext.model_selection import choose_backend
+from sklearn_ext.model_selection import _choice, choose_backend
 from sklearn_ext.model_selection._backends import (
     CVTask,
     LeafTable,
@@ -266,3 +266,16 @@ def test_leaf_table_is_a_sequence_of_leaf_results(global_random_seed):
     assert [leaf.fold for leaf in table] == [0, 1, 2, 3]
     assert table[-1].fold == 3
     assert [leaf.fold for leaf in table[1:3]] == [1, 2]
+
+
+def test_columnar_results_follow_the_split_order(global_random_seed, monkeypatch):
+    X, y = _data(global_random_seed)
+    chunks = np.array_split(np.arange(len(X)), 8)
+    plan = FoldPlan(chunks, len(X), leaf_order="interleaved")
+    native = tree_cross_validate(PegasosClassifier(alpha=1e-2), X, y, cv=plan)
+    monkeypatch.setattr(_choice, "TREE_BACKENDS", (PythonTreeBackend,))
+    python = tree_cross_validate(PegasosClassifier(alpha=1e-2), X, y, cv=plan)
+    assert native["backend"] == "native_tree"
+    assert python["backend"] == "python_tree"
+    assert_array_equal(native["test_score"], python["test_score"])
+    assert native["n_samples_fed"] == python["n_samples_fed"] == plan.n_samples_fed()
