@@ -10,10 +10,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from sklearn_ext import FoldPlan
-from sklearn_ext.model_selection._backends import CVTask
-from sklearn_ext.model_selection._native import NativeTreeBackend
-from sklearn_ext.model_selection._validation import make_scorer_dict
+from sklearn_ext import FoldPlan, tree_cross_validate
 
 DATA_ENV = "OPTUNA_TREECV_DATA"
 
@@ -83,22 +80,17 @@ def chunk_plan(permutation, n_splits, order, seed=0) -> FoldPlan:
 
 
 def native_tree(estimator, X, y, plan, scoring=None, n_jobs=None):
-    """Per-fold scores and the total rows fed, by the native tree engine.
+    """Per-fold scores and the total rows fed, by ``tree_cross_validate``.
 
-    The plan is built by the caller (once); the timing covers the engine.
+    The plan is built by the caller (once) and passed as ``cv``; the timing covers
+    input validation and the native tree engine.
     """
-    task = CVTask(
-        estimator=estimator,
-        X=X,
-        y=y,
-        plan=plan,
-        scorer=make_scorer_dict(estimator, scoring),
-        scoring=scoring,
-        classes=np.unique(y) if is_classifier(estimator) else None,
-        n_jobs=n_jobs,
+    result = tree_cross_validate(
+        estimator, X, y, cv=plan, scoring=scoring, n_jobs=n_jobs
     )
-    leaves = NativeTreeBackend().run(task)
-    return np.asarray(leaves.scores["score"]), int(np.sum(leaves.n_samples_fed))
+    if result["backend"] != "native_tree":
+        raise RuntimeError(f"expected the native tree, got {result['backend']}")
+    return result["test_score"], result["n_samples_fed"]
 
 
 def standard_cv(estimator, X, y, plan, randomized, rng, metric):
