@@ -509,7 +509,7 @@ def run_subtree(
     in the Python engine, so one state per tree level is held. Leaf ``i`` writes
     ``scores[i]`` (when ``metric`` is computed in C), ``n_fed[i]`` (rows fed since
     the previous leaf) and the times. ``leaf_callback(fold, state, n_fed,
-    fit_time)``, if given, is called with the GIL at each leaf and may return a
+    fit_time, score)`` (``state`` a view to copy, ``score`` the C score), if given, is called with the GIL at each leaf and may return a
     score; if it raises, ``stop[0]`` is set, every worker sharing ``stop`` stops
     and the exception is returned. ``root_state`` is modified in place.
     """

@@ -1,8 +1,14 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches."""
 
-from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
+from sklearn_ext.model_selection._backends import (
+    Backend,
+    CVTask,
+    LeafResult,
+    LeafTable,
+)
 from sklearn_ext.model_selection._choice import choose_backend
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
+from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._prefix_cache import PrefixCache
 from sklearn_ext.model_selection._refit import one_standard_error_rule
@@ -15,6 +21,8 @@ __all__ = [
     "CVTask",
     "FoldPlan",
     "LeafResult",
+    "LeafTable",
+    "NativeTreeBackend",
     "PrefixCache",
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
