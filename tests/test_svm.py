@@ -155,7 +155,7 @@ def test_kernels_agree_across_forms(binary_data):
     fun.fit(X, y)
     lru = AlphaSeededSVC(C=2.0, gamma=0.1, cache_size=0.05).fit(X, y)
     for other in (pre, fun, lru):
-        assert_allclose(other.objective_, ref.objective_, rtol=1e-9)
+        assert_allclose(other.objective_, ref.objective_, rtol=1e-6)
     assert_array_equal(pre.predict(K), ref.predict(X))
     assert_array_equal(fun.predict(X), ref.predict(X))
 

@@ -254,6 +254,8 @@ def smo_solve(
                 active_size = p
 
         # -- working set selection, second order (WSS 3) --
+        # With Q_it = y_i y_t K_it, LIBSVM's curvature QD_i + QD_t -+ 2 y_i Q_it
+        # is K_ii + K_tt - 2 K_it for either label of t.
         Gmax = -INFINITY
         i = -1
         with nogil:
@@ -281,7 +283,7 @@ def smo_solve(
                             if G[t] >= Gmax2:
                                 Gmax2 = G[t]
                             if grad_diff > 0:
-                                quad = diag[i] + diag[t] - 2.0 * y[i] * col_i[idx[t]]
+                                quad = diag[i] + diag[t] - 2.0 * col_i[idx[t]]
                                 if quad <= 0:
                                     quad = TAU
                                 obj = -(grad_diff * grad_diff) / quad
@@ -294,7 +296,7 @@ def smo_solve(
                             if -G[t] >= Gmax2:
                                 Gmax2 = -G[t]
                             if grad_diff > 0:
-                                quad = diag[i] + diag[t] + 2.0 * y[i] * col_i[idx[t]]
+                                quad = diag[i] + diag[t] - 2.0 * col_i[idx[t]]
                                 if quad <= 0:
                                     quad = TAU
                                 obj = -(grad_diff * grad_diff) / quad

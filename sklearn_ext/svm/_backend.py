@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from sklearn.svm import SVC
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
 from sklearn_ext.svm._classes import AlphaSeededSVC
-from sklearn_ext.svm._cv import run_folds
+from sklearn_ext.svm._cv import is_native_scoring, run_folds
 
 __all__ = ["AlphaSeedingBackend"]
 
@@ -47,10 +49,19 @@ class AlphaSeedingBackend(Backend):
                 f"{sorted(task.fit_params)}. Use method='standard'."
             )
         results = []
+        # Accuracy is computed from the shared kernel store (the test rows'
+        # kernel values are already there); other metrics go through the scorer.
+        native = is_native_scoring(task.scoring)
         for solution in run_folds(
             task.estimator, task.X, task.y, task.plan, seeding=self.seeding
         ):
-            scores, score_time = task.score(solution.model, solution.fold)
+            if native:
+                tic = time.perf_counter()
+                test = task.plan.test_indices(solution.fold)
+                scores = {"score": solution.accuracy(test, task.y[test])}
+                score_time = time.perf_counter() - tic
+            else:
+                scores, score_time = task.score(solution.model, solution.fold)
             leaf = LeafResult(
                 fold=solution.fold,
                 scores=scores,

@@ -375,13 +375,25 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             reset=False,
             accept_large_sparse=False,
         )
-        K = self._kernel_to_support(X)
-        dec = np.empty((X.shape[0], len(self._pair_coefs)))
+        return self._ovo_from_kernel(self._kernel_to_support(X))
+
+    def _ovo_from_kernel(self, K):
+        """One-vs-one decision values from the kernel ``K`` to ``support_``."""
+        dec = np.empty((K.shape[0], len(self._pair_coefs)))
         for p, (cols, coef) in enumerate(
             zip(self._pair_columns, self._pair_coefs, strict=True)
         ):
             dec[:, p] = K[:, cols] @ coef - self._rho[p]
         return dec
+
+    def _vote(self, dec):
+        n_classes = self.classes_.shape[0]
+        votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
+        for p, (a, b) in enumerate(_pairs(n_classes)):
+            wins_a = dec[:, p] > 0
+            votes[wins_a, a] += 1
+            votes[~wins_a, b] += 1
+        return self.classes_[np.argmax(votes, axis=1)]
 
     def decision_function(self, X):
         """Signed distance to the separating hyperplane(s).
@@ -420,14 +432,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        dec = self._ovo_decision(X)
-        n_classes = self.classes_.shape[0]
-        votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
-        for p, (a, b) in enumerate(_pairs(n_classes)):
-            wins_a = dec[:, p] > 0
-            votes[wins_a, a] += 1
-            votes[~wins_a, b] += 1
-        return self.classes_[np.argmax(votes, axis=1)]
+        return self._vote(self._ovo_decision(X))
 
     @property
     def _n_train(self) -> int:

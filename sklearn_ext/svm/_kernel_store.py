@@ -11,6 +11,9 @@ from sklearn_ext._fast._smo import KernelColumns
 __all__ = ["KernelStore", "kernel_matrix"]
 
 _BLOCK_ROWS = 1024
+# Sparse operands up to this many cells are densified: one dense GEMM beats a
+# sparse product whose result is dense anyway.
+_DENSIFY_CELLS = 2**25
 
 
 def _row_norms_sq(X) -> np.ndarray:
@@ -39,6 +42,7 @@ def kernel_matrix(A, B, kernel, gamma, degree, coef0, *, B_sq=None) -> np.ndarra
     """
     if callable(kernel):
         return np.asarray(kernel(A, B), dtype=np.float64)
+    A, B = _densify(A), _densify(B)
     dot = safe_sparse_dot(A, B.T, dense_output=True)
     dot = np.asarray(dot, dtype=np.float64)
     if kernel == "linear":
@@ -56,6 +60,12 @@ def kernel_matrix(A, B, kernel, gamma, degree, coef0, *, B_sq=None) -> np.ndarra
     np.maximum(dot, 0.0, out=dot)
     dot *= -gamma
     return np.exp(dot, out=dot)
+
+
+def _densify(X):
+    if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSIFY_CELLS:
+        return X.toarray()
+    return X
 
 
 class KernelStore:
@@ -102,8 +112,8 @@ class KernelStore:
             self.diag = np.ascontiguousarray(np.diag(K))
             self.is_dense = True
             return
-        self.X = X
-        self._sq = None if callable(kernel) else _row_norms_sq(X)
+        self.X = X if callable(kernel) else _densify(X)
+        self._sq = None if callable(kernel) else _row_norms_sq(self.X)
         budget = float(cache_size) * 2**20
         if callable(kernel) or 8.0 * n * n <= budget:
             K = np.empty((n, n), dtype=np.float64)

@@ -12,6 +12,7 @@ own columns, and SMO runs to ``tol``.
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.svm._solver import PairProblem, repair_equality
@@ -72,9 +73,11 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
     C_s, C_t = C[in_s], C[~in_s]
 
     if seeding == "ato":
-        alpha_s, alpha_t = _ato(
-            store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t
-        )
+        # Small dense solves: BLAS threads cost more than they give here.
+        with threadpool_limits(limits=1, user_api="blas"):
+            alpha_s, alpha_t = _ato(
+                store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t
+            )
     else:
         alpha_s = alpha_prev_s.copy()
         if seeding == "keep":
@@ -82,9 +85,20 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
         elif seeding == "sir":
             alpha_t = _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng)
         else:  # "mir"
-            alpha_t = _mir(
-                store, s_rows, t_rows, r_rows, y_s, y_t, y_r, alpha_s, alpha_r, C_s, C_t
-            )
+            with threadpool_limits(limits=1, user_api="blas"):
+                alpha_t = _mir(
+                    store,
+                    s_rows,
+                    t_rows,
+                    r_rows,
+                    y_s,
+                    y_t,
+                    y_r,
+                    alpha_s,
+                    alpha_r,
+                    C_s,
+                    C_t,
+                )
     alpha = np.empty(idx.shape[0])
     alpha[in_s] = alpha_s
     alpha[~in_s] = np.clip(alpha_t, 0.0, C_t)
@@ -160,14 +174,22 @@ def _mir(store, s_rows, t_rows, r_rows, y_s, y_t, y_r, alpha_s, alpha_r, C_s, C_
     K_mr = store.block(m_rows, r_rows[sv_r])
     b[:-1] = y_m * (K_mr @ (y_r[sv_r] * alpha_r[sv_r]))
     b[-1] = y_r @ alpha_r
+    return np.clip(_least_squares(A, b), 0.0, C_t)
+
+
+def _least_squares(A, b):
+    """``argmin |Ax - b|`` by the normal equations with a tiny ridge.
+
+    Cheaper than an SVD-based ``lstsq``; the ridge stands in for the paper's
+    pseudo-inverse when ``A'A`` is singular.
+    """
     AtA = A.T @ A
-    ridge = 1e-8 * max(float(np.trace(AtA)) / n_t, 1e-12)
+    ridge = 1e-8 * max(float(np.trace(AtA)) / max(A.shape[1], 1), 1e-12)
     AtA[np.diag_indices_from(AtA)] += ridge
     try:
-        alpha_t = np.linalg.solve(AtA, A.T @ b)
+        return np.linalg.solve(AtA, A.T @ b)
     except np.linalg.LinAlgError:
-        alpha_t = np.linalg.lstsq(A, b, rcond=None)[0]
-    return np.clip(alpha_t, 0.0, C_t)
+        return np.linalg.lstsq(A, b, rcond=None)[0]
 
 
 def _ato(store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t):
@@ -207,7 +229,7 @@ def _ato(store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t):
             rhs = np.empty(free.shape[0] + 1)
             rhs[0] = y_t @ d_t + y_r @ d_r
             rhs[1:] = push[free]
-            d_m = -np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+            d_m = -_least_squares(lhs, rhs)
             K_sm = store.block(s_rows, s_rows[free])
             push = push + K_sm @ (y_s[free] * d_m)
         else:
