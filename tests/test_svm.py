@@ -262,3 +262,20 @@ def test_max_iter_warns(binary_data):
     assert model.fit_status_ == 1
     with pytest.warns(ConvergenceWarning, match="raise max_iter"):
         alpha_seeded_cv(AlphaSeededSVC(C=100.0, max_iter=5), X, y, cv=3)
+
+
+def test_cv_precomputed_and_scorer_match_rbf(binary_data):
+    X, y = binary_data
+    K = rbf_kernel(X, gamma=0.1)
+    rbf = alpha_seeded_cv(AlphaSeededSVC(C=5.0, gamma=0.1), X, y, cv=4)
+    pre = alpha_seeded_cv(AlphaSeededSVC(C=5.0, kernel="precomputed"), K, y, cv=4)
+    assert_allclose(pre["test_score"], rbf["test_score"])
+    # A scorer other than accuracy goes through the fold models' predict.
+    bal = alpha_seeded_cv(
+        AlphaSeededSVC(C=5.0, gamma=0.1), X, y, cv=4, scoring="balanced_accuracy"
+    )
+    assert bal["test_score"].shape == (4,)
+    via_tree = tree_cross_validate(
+        AlphaSeededSVC(C=5.0, kernel="precomputed"), K, y, cv=4, scoring="f1"
+    )
+    assert via_tree["backend"] == "alpha_seeding"
