@@ -465,3 +465,20 @@ def gradient_from_alpha(
                 for t in range(l):
                     Gv[t] += y[t] * coef * col[idx[t]]
     return G
+
+
+def gather_block(
+    KernelColumns store, const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols
+):
+    """``K[rows][:, cols]`` as a Fortran-ordered array, one column at a time."""
+    cdef Py_ssize_t n_rows = rows.shape[0], n_cols = cols.shape[0]
+    out = np.empty((n_rows, n_cols), dtype=np.float64, order="F")
+    cdef double[::1, :] view = out
+    cdef const double* col
+    cdef Py_ssize_t k, r
+    for k in range(n_cols):
+        col = store.column(cols[k])
+        with nogil:
+            for r in range(n_rows):
+                view[r, k] = col[rows[r]]
+    return out

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
-from sklearn_ext._fast._smo import KernelColumns
+from sklearn_ext._fast._smo import KernelColumns, gather_block
 
 __all__ = ["KernelStore", "kernel_matrix"]
 
@@ -22,7 +22,9 @@ def _row_norms_sq(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
-def kernel_matrix(A, B, kernel, gamma, degree, coef0, *, B_sq=None) -> np.ndarray:
+def kernel_matrix(
+    A, B, kernel, gamma, degree, coef0, *, B_sq=None, out=None
+) -> np.ndarray:
     """Dense float64 kernel matrix ``K(A, B)`` computed with one GEMM.
 
     Parameters
@@ -35,6 +37,8 @@ def kernel_matrix(A, B, kernel, gamma, degree, coef0, *, B_sq=None) -> np.ndarra
         Kernel parameters, as in :class:`sklearn.svm.SVC`.
     B_sq : ndarray, default=None
         Squared row norms of ``B``, reused across calls for the rbf kernel.
+    out : ndarray of shape (n_A, n_B), default=None
+        C-contiguous float64 array to write into (dense ``A`` and ``B`` only).
 
     Returns
     -------
@@ -43,14 +47,23 @@ def kernel_matrix(A, B, kernel, gamma, degree, coef0, *, B_sq=None) -> np.ndarra
     if callable(kernel):
         return np.asarray(kernel(A, B), dtype=np.float64)
     A, B = _densify(A), _densify(B)
-    dot = safe_sparse_dot(A, B.T, dense_output=True)
-    dot = np.asarray(dot, dtype=np.float64)
+    if out is not None and not (sp.issparse(A) or sp.issparse(B)):
+        dot = np.dot(A, B.T, out=out)
+    else:
+        dot = np.asarray(safe_sparse_dot(A, B.T, dense_output=True), dtype=np.float64)
+        if out is not None:
+            out[...] = dot
+            dot = out
     if kernel == "linear":
         return dot
     if kernel == "poly":
-        return (gamma * dot + coef0) ** degree
+        dot *= gamma
+        dot += coef0
+        return np.power(dot, degree, out=dot)
     if kernel == "sigmoid":
-        return np.tanh(gamma * dot + coef0)
+        dot *= gamma
+        dot += coef0
+        return np.tanh(dot, out=dot)
     # rbf: exp(-gamma * (|a|^2 + |b|^2 - 2 a.b))
     if B_sq is None:
         B_sq = _row_norms_sq(B)
@@ -113,13 +126,15 @@ class KernelStore:
             self.is_dense = True
             return
         self.X = X if callable(kernel) else _densify(X)
+        if isinstance(self.X, np.ndarray):
+            self.X = np.ascontiguousarray(self.X, dtype=np.float64)
         self._sq = None if callable(kernel) else _row_norms_sq(self.X)
         budget = float(cache_size) * 2**20
         if callable(kernel) or 8.0 * n * n <= budget:
             K = np.empty((n, n), dtype=np.float64)
             for start in range(0, n, _BLOCK_ROWS):
                 stop = min(start + _BLOCK_ROWS, n)
-                K[start:stop] = self._block(slice(start, stop))
+                self._block(slice(start, stop), out=K[start:stop])
             self.columns = KernelColumns(n, dense=K)
             self.diag = np.ascontiguousarray(np.diag(K))
             self.is_dense = True
@@ -129,7 +144,13 @@ class KernelStore:
             self.diag = self._diagonal()
             self.is_dense = False
 
-    def _block(self, rows) -> np.ndarray:
+    def _block(self, rows, out=None) -> np.ndarray:
+        if callable(self.kernel):
+            block = kernel_matrix(self.X[rows], self.X, self.kernel, 0, 0, 0)
+            if out is None:
+                return block
+            out[...] = block
+            return out
         return kernel_matrix(
             self.X[rows],
             self.X,
@@ -138,6 +159,7 @@ class KernelStore:
             self.degree,
             self.coef0,
             B_sq=self._sq,
+            out=out,
         )
 
     def _column(self, g: int) -> np.ndarray:
@@ -154,12 +176,9 @@ class KernelStore:
         return np.tanh(self.gamma * sq + self.coef0)
 
     def block(self, rows, cols) -> np.ndarray:
-        """``K[rows][:, cols]`` as a dense array (reads columns of ``cols``)."""
-        rows = np.asarray(rows, dtype=np.intp)
-        cols = np.asarray(cols, dtype=np.intp)
-        if self.is_dense:
-            return self.columns.dense_matrix[np.ix_(rows, cols)]
-        out = np.empty((rows.shape[0], cols.shape[0]))
-        for k, c in enumerate(cols):
-            out[:, k] = self.columns.get(int(c))[rows]
-        return out
+        """``K[rows][:, cols]`` as a dense array (reads the columns of ``cols``)."""
+        return gather_block(
+            self.columns,
+            np.ascontiguousarray(rows, dtype=np.intp),
+            np.ascontiguousarray(cols, dtype=np.intp),
+        )
