@@ -198,11 +198,16 @@ def smo_solve(
     cdef const double* col_j
     cdef double Kij, ai_old, aj_old, delta, diff, total, dai, daj, Ci, Cj
     cdef bint shrink
+    # The update pass also finds the next i (first half of WSS 3), saving a pass.
+    cdef bint have_next = False
+    cdef double Gmax_next = -INFINITY
+    cdef Py_ssize_t i_next = -1
 
     while max_iter < 0 or n_iter < max_iter:
         counter -= 1
         if shrinking and counter == 0:
             counter = min(l, 1000)
+            have_next = False
             # -- shrinking (LIBSVM's do_shrinking) --
             Gm1 = -INFINITY
             Gm2 = -INFINITY
@@ -258,17 +263,22 @@ def smo_solve(
         # is K_ii + K_tt - 2 K_it for either label of t.
         Gmax = -INFINITY
         i = -1
-        with nogil:
-            for k in range(active_size):
-                t = active[k]
-                if y[t] > 0:
-                    if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax:
-                        Gmax = -G[t]
-                        i = t
-                else:
-                    if not _is_lower(alpha[t]) and G[t] >= Gmax:
-                        Gmax = G[t]
-                        i = t
+        if have_next:
+            Gmax = Gmax_next
+            i = i_next
+        else:
+            with nogil:
+                for k in range(active_size):
+                    t = active[k]
+                    if y[t] > 0:
+                        if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax:
+                            Gmax = -G[t]
+                            i = t
+                    else:
+                        if not _is_lower(alpha[t]) and G[t] >= Gmax:
+                            Gmax = G[t]
+                            i = t
+        have_next = False
         j = -1
         Gmax2 = -INFINITY
         if i >= 0:
@@ -376,10 +386,21 @@ def smo_solve(
                     alpha[j] = total
         dai = (alpha[i] - ai_old) * y[i]
         daj = (alpha[j] - aj_old) * y[j]
+        Gmax_next = -INFINITY
+        i_next = -1
         with nogil:
             for k in range(active_size):
                 t = active[k]
                 G[t] += y[t] * (dai * col_i[idx[t]] + daj * col_j[idx[t]])
+                if y[t] > 0:
+                    if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax_next:
+                        Gmax_next = -G[t]
+                        i_next = t
+                else:
+                    if not _is_lower(alpha[t]) and G[t] >= Gmax_next:
+                        Gmax_next = G[t]
+                        i_next = t
+        have_next = True
 
     if not converged and active_size < l:
         _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
