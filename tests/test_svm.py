@@ -279,3 +279,23 @@ def test_cv_precomputed_and_scorer_match_rbf(binary_data):
         AlphaSeededSVC(C=5.0, kernel="precomputed"), K, y, cv=4, scoring="f1"
     )
     assert via_tree["backend"] == "alpha_seeding"
+
+
+def test_cv_on_an_lru_store_matches_dense(binary_data):
+    X, y = binary_data
+    dense = alpha_seeded_cv(AlphaSeededSVC(C=5.0, gamma=0.1), X, y, cv=4)
+    lru = alpha_seeded_cv(AlphaSeededSVC(C=5.0, gamma=0.1, cache_size=0.1), X, y, cv=4)
+    assert_allclose(lru["test_score"], dense["test_score"])
+    for got, ref in zip(lru["objective"], dense["objective"], strict=True):
+        assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_cv_class_weight_matches_svc():
+    X, y = load_iris(return_X_y=True)
+    X = scale(X)
+    cv = StratifiedKFold(5)
+    params = dict(C=3.0, gamma=0.2, class_weight="balanced")
+    result = alpha_seeded_cv(SVC(**params), X, y, cv=FoldPlan.from_cv(cv, X, y))
+    for fold, (train, test) in enumerate(cv.split(X, y)):
+        svc = SVC(**params).fit(X[train], y[train])
+        assert result["test_score"][fold] == pytest.approx(svc.score(X[test], y[test]))
