@@ -60,8 +60,8 @@ def _mlp_space(trial: BaseTrial) -> dict[str, Any]:
 
 _LOG_ALPHA = FloatDistribution(1e-7, 1e-1, log=True)
 
-#: Name -> learner. Scikit-learn ``partial_fit`` learners, so TreeCV applies; a
-#: package with native learners adds its own entries here.
+#: Name -> learner: ``partial_fit`` learners (TreeCV) and the kernel SVM
+#: (alpha seeding). Native learners add their own entries here.
 LEARNERS: dict[str, Learner] = {
     "sgd": Learner(
         "sklearn.linear_model:SGDClassifier",
@@ -121,6 +121,15 @@ LEARNERS: dict[str, Learner] = {
         "sklearn.neural_network:MLPClassifier",
         space=_mlp_space,
         summary="one-hidden-layer perceptron (adam)",
+    ),
+    "svc": Learner(
+        "sklearn_ext.svm:AlphaSeededSVC",
+        space={
+            "C": FloatDistribution(1e-2, 1e3, log=True),
+            "gamma": FloatDistribution(1e-4, 1e1, log=True),
+        },
+        seeded=False,
+        summary="RBF kernel SVM, alpha-seeded k-fold CV (scale the features)",
     ),
 }
 

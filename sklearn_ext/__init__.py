@@ -1,7 +1,8 @@
 """scikit-learn side of optuna-treecv: cheap k-fold cross-validation.
 
 ``sklearn_ext`` imports without Optuna. It holds the fold plan, the TreeCV
-splitters and :func:`tree_cross_validate`.
+splitters, :func:`tree_cross_validate`, the search tools and the alpha-seeded
+kernel SVM.
 """
 
 from sklearn_ext.model_selection import (
@@ -15,10 +16,12 @@ from sklearn_ext.model_selection import (
     one_standard_error_rule,
     tree_cross_validate,
 )
+from sklearn_ext.svm import AlphaSeededSVC, alpha_seeded_cv
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AlphaSeededSVC",
     "FoldPlan",
     "LeafResult",
     "PrefixCache",
@@ -26,6 +29,7 @@ __all__ = [
     "TreeCVEstimator",
     "TreeCVSearchCV",
     "TreeCVSplitter",
+    "alpha_seeded_cv",
     "one_standard_error_rule",
     "tree_cross_validate",
 ]

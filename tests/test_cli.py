@@ -14,6 +14,7 @@ from sklearn.datasets import dump_svmlight_file, load_iris
 from optuna_treecv._cli import main
 from optuna_treecv._data import load_dataset
 from optuna_treecv._learners import LEARNERS, make_learner
+from sklearn_ext.model_selection import choose_backend
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +208,8 @@ def test_bundled_and_registry():
     assert X.shape == (569, 30)
     for name in LEARNERS:
         estimator, space = make_learner(name, random_state=0)
-        assert hasattr(estimator, "partial_fit"), name
+        # Every registered learner has a fast backend (a tree or alpha seeding).
+        assert choose_backend(estimator).name != "standard", name
         assert space, name
 
 
@@ -220,3 +222,9 @@ def test_console_entry_point():
     )
     assert result.returncode == 2
     assert result.stderr.startswith("optuna-treecv: error: unknown learner")
+
+
+def test_cv_runs_the_svm_through_alpha_seeding(capsys):
+    assert main(["cv", "svc", "iris", "--cv", "3", "--set", "C=10"]) == 0
+    out = capsys.readouterr().out
+    assert "alpha_seeding" in out

@@ -8,10 +8,11 @@ from sklearn_ext.model_selection._backends import (
     StandardBackend,
 )
 from sklearn_ext.model_selection._native import NativeTreeBackend
+from sklearn_ext.svm._backend import AlphaSeedingBackend
 
 __all__ = ["METHODS", "choose_backend"]
 
-METHODS = ("auto", "treecv", "standard")
+METHODS = ("auto", "treecv", "standard", "alpha_seeding")
 
 # Tree backends, fastest first: the first that accepts the estimator runs it.
 TREE_BACKENDS: tuple[type[Backend], ...] = (NativeTreeBackend, PythonTreeBackend)
@@ -24,10 +25,12 @@ def choose_backend(estimator, method: str = "auto") -> Backend:
     ----------
     estimator : estimator object
         The (unfitted) learner.
-    method : {"auto", "treecv", "standard"}, default="auto"
+    method : {"auto", "treecv", "standard", "alpha_seeding"}, default="auto"
         ``"treecv"`` and ``"auto"`` take the fastest tree backend that accepts
         the estimator and raise a ``TypeError`` when none does; ``"standard"``
-        trains ``k`` independent models.
+        trains ``k`` independent models. ``"alpha_seeding"`` (also chosen by
+        ``"auto"`` for ``AlphaSeededSVC`` and scikit-learn's ``SVC``) solves
+        kernel SVM folds on a shared kernel store, each seeded from the last.
 
     Returns
     -------
@@ -50,6 +53,13 @@ def choose_backend(estimator, method: str = "auto") -> Backend:
         )
     if method == "standard":
         return StandardBackend()
+    if method in ("auto", "alpha_seeding") and AlphaSeedingBackend.accepts(estimator):
+        return AlphaSeedingBackend()
+    if method == "alpha_seeding":
+        raise TypeError(
+            "method='alpha_seeding' needs an AlphaSeededSVC or a sklearn.svm.SVC "
+            f"(without probability or break_ties); got {type(estimator).__name__}."
+        )
     for backend in TREE_BACKENDS:
         if backend.accepts(estimator):
             return backend()

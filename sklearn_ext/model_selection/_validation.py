@@ -80,11 +80,17 @@ def tree_cross_validate(
         estimator's ``score`` for classifiers and regressors, minus the mean
         squared distance to the nearest centre for clusterers and the mean
         ``score_samples`` (mean log-likelihood) for density estimators.
-    method : {"auto", "treecv", "standard"}, default="auto"
+    method : {"auto", "treecv", "standard", "alpha_seeding"}, default="auto"
         ``"auto"`` and ``"treecv"`` run the TreeCV recursion (a ``TypeError`` is
         raised for an estimator without ``partial_fit``). ``"standard"`` trains
         ``k`` independent models fed the same rows in the same order, the
-        reference to compare against.
+        reference to compare against. ``"alpha_seeding"``, which ``"auto"``
+        picks for :class:`~sklearn_ext.svm.AlphaSeededSVC` and
+        :class:`sklearn.svm.SVC`, solves the kernel SVM folds in order on one
+        shared kernel store, each fold's SMO seeded from the previous fold's
+        solution (SIR, Wen et al., 2017); every fold reaches LIBSVM's
+        optimum to ``tol``. The fold models are ``AlphaSeededSVC`` instances
+        and ``n_samples_fed`` counts the training rows of each fold.
     order : {"fixed", "randomized"}, default=None
         ``"fixed"`` feeds each update's chunks in ascending chunk order;
         ``"randomized"`` feeds each update's rows in a random order (section 5

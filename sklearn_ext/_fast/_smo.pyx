@@ -1,0 +1,505 @@
+# cython: language_level=3
+"""SMO for the C-SVC dual on index sets into a shared kernel store.
+
+The dual solved is ``min 1/2 a'Qa - e'a`` subject to ``0 <= a_i <= C_i`` and
+``y'a = 0`` with ``Q_ij = y_i y_j K(x_i, x_j)``. Working sets are chosen by the
+second-order rule of Fan, Chen and Lin (2005), the rule of LIBSVM; the solver
+starts from any feasible ``alpha`` with its gradient ``G = Qa - e`` given, and
+shrinks bounded variables as LIBSVM does, reconstructing the gradient of the
+shrunk ones from the support vectors before it stops.
+
+Kernel values come from :class:`KernelColumns`, addressed by *global* sample
+index, so every fold problem of a cross-validation is an index set into one
+store.
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport INFINITY, fabs
+
+cnp.import_array()
+
+cdef double TAU = 1e-12
+
+
+cdef class KernelColumns:
+    """Full-length kernel columns by global sample index.
+
+    Either a dense ``(n, n)`` float64 matrix or an LRU cache of ``n_slots``
+    columns; a missing column is computed by ``compute(g)``, a Python callable
+    returning the ``n`` kernel values ``K(x_g, x_j)`` as float64.
+    """
+
+    cdef public object dense_matrix
+    cdef public object slots_matrix
+    cdef const double[:, ::1] dense
+    cdef double[:, ::1] slots
+    cdef Py_ssize_t[::1] slot_of
+    cdef Py_ssize_t[::1] owner
+    cdef long long[::1] stamp
+    cdef long long clock
+    cdef public bint is_dense
+    cdef public Py_ssize_t n
+    cdef public Py_ssize_t n_slots
+    cdef public long long n_computed
+    cdef object compute
+
+    def __init__(self, Py_ssize_t n, dense=None, compute=None, Py_ssize_t n_slots=0):
+        self.n = n
+        self.clock = 0
+        self.n_computed = 0
+        self.compute = compute
+        if dense is not None:
+            self.is_dense = True
+            self.dense_matrix = dense
+            self.dense = dense
+            self.n_slots = 0
+        else:
+            self.is_dense = False
+            self.n_slots = max(2, min(n_slots, n))
+            self.slots_matrix = np.empty((self.n_slots, n), dtype=np.float64)
+            self.slots = self.slots_matrix
+            self.slot_of = np.full(n, -1, dtype=np.intp)
+            self.owner = np.full(self.n_slots, -1, dtype=np.intp)
+            self.stamp = np.zeros(self.n_slots, dtype=np.int64)
+
+    cdef const double* column(self, Py_ssize_t g) except NULL:
+        cdef Py_ssize_t s, k
+        cdef long long oldest
+        if self.is_dense:
+            return &self.dense[g, 0]
+        self.clock += 1
+        s = self.slot_of[g]
+        if s >= 0:
+            self.stamp[s] = self.clock
+            return &self.slots[s, 0]
+        # Evict the least recently used slot.
+        s = 0
+        oldest = self.stamp[0]
+        for k in range(1, self.n_slots):
+            if self.stamp[k] < oldest:
+                oldest = self.stamp[k]
+                s = k
+        if self.owner[s] >= 0:
+            self.slot_of[self.owner[s]] = -1
+        values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
+        self.slots_matrix[s, :] = values
+        self.n_computed += 1
+        self.owner[s] = g
+        self.slot_of[g] = s
+        self.stamp[s] = self.clock
+        return &self.slots[s, 0]
+
+    def get(self, Py_ssize_t g):
+        """Column ``g`` as a new float64 array of length ``n``."""
+        cdef const double* col = self.column(g)
+        out = np.empty(self.n, dtype=np.float64)
+        cdef double[::1] view = out
+        cdef Py_ssize_t j
+        for j in range(self.n):
+            view[j] = col[j]
+        return out
+
+
+cdef inline bint _is_upper(double a, double c) noexcept nogil:
+    return a >= c
+
+
+cdef inline bint _is_lower(double a) noexcept nogil:
+    return a <= 0.0
+
+
+cdef void _reconstruct(
+    KernelColumns store,
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    const double[::1] alpha,
+    double[::1] G,
+    const Py_ssize_t[::1] active,
+    Py_ssize_t active_size,
+    char[::1] is_active,
+) except *:
+    """Recompute ``G`` of the inactive variables from the support vectors."""
+    cdef Py_ssize_t l = idx.shape[0]
+    cdef Py_ssize_t t, j
+    cdef const double* col
+    cdef double coef
+    if active_size == l:
+        return
+    for t in range(l):
+        if not is_active[t]:
+            G[t] = -1.0
+    for j in range(l):
+        if alpha[j] > 0.0:
+            col = store.column(idx[j])
+            coef = y[j] * alpha[j]
+            with nogil:
+                for t in range(l):
+                    if not is_active[t]:
+                        G[t] += y[t] * coef * col[idx[t]]
+
+
+def smo_solve(
+    KernelColumns store,
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    const double[::1] C,
+    const double[::1] diag,
+    double[::1] alpha,
+    double[::1] G,
+    double tol=1e-3,
+    long long max_iter=-1,
+    bint shrinking=True,
+):
+    """Solve the C-SVC dual in place from a feasible ``alpha`` and its gradient.
+
+    Parameters
+    ----------
+    store : KernelColumns
+        Kernel columns by global index.
+    idx : ndarray of shape (l,), intp
+        Global index of each variable.
+    y : ndarray of shape (l,), float64
+        Labels in {-1, +1}.
+    C : ndarray of shape (l,), float64
+        Upper bound of each variable.
+    diag : ndarray of shape (l,), float64
+        ``K(x_i, x_i)`` of each variable.
+    alpha, G : ndarray of shape (l,), float64
+        Feasible starting point and its gradient ``Q alpha - 1``; both are
+        updated in place.
+    tol : float
+        Stopping tolerance on the maximal violating pair.
+    max_iter : int
+        Iteration cap, ``-1`` for none.
+    shrinking : bool
+        Whether to shrink bounded variables.
+
+    Returns
+    -------
+    n_iter : int
+    rho : float
+        Minus the intercept: ``f(x) = sum_i y_i alpha_i K(x_i, x) - rho``.
+    converged : bool
+    """
+    cdef Py_ssize_t l = idx.shape[0]
+    cdef Py_ssize_t[::1] active = np.arange(l, dtype=np.intp)
+    cdef char[::1] is_active = np.ones(l, dtype=np.int8)
+    cdef Py_ssize_t active_size = l
+    cdef long long n_iter = 0
+    cdef Py_ssize_t counter = min(l, 1000) + 1
+    cdef bint unshrunk = False
+    cdef bint converged = False
+    cdef Py_ssize_t i, j, t, k, p
+    cdef double Gmax, Gmax2, obj_min, grad_diff, quad, obj, yt, gt
+    cdef double Gm1, Gm2
+    cdef const double* col_i
+    cdef const double* col_j
+    cdef double Kij, ai_old, aj_old, delta, diff, total, dai, daj, Ci, Cj
+    cdef bint shrink
+    # The update pass also finds the next i (first half of WSS 3), saving a pass.
+    cdef bint have_next = False
+    cdef double Gmax_next = -INFINITY
+    cdef Py_ssize_t i_next = -1
+
+    while max_iter < 0 or n_iter < max_iter:
+        counter -= 1
+        if shrinking and counter == 0:
+            counter = min(l, 1000)
+            have_next = False
+            # -- shrinking (LIBSVM's do_shrinking) --
+            Gm1 = -INFINITY
+            Gm2 = -INFINITY
+            with nogil:
+                for k in range(active_size):
+                    t = active[k]
+                    yt = y[t]
+                    gt = G[t]
+                    if yt > 0:
+                        if not _is_upper(alpha[t], C[t]) and -gt > Gm1:
+                            Gm1 = -gt
+                        if not _is_lower(alpha[t]) and gt > Gm2:
+                            Gm2 = gt
+                    else:
+                        if not _is_upper(alpha[t], C[t]) and -gt > Gm2:
+                            Gm2 = -gt
+                        if not _is_lower(alpha[t]) and gt > Gm1:
+                            Gm1 = gt
+            if not unshrunk and Gm1 + Gm2 <= tol * 10:
+                unshrunk = True
+                _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
+                for t in range(l):
+                    active[t] = t
+                    is_active[t] = 1
+                active_size = l
+            with nogil:
+                p = 0
+                for k in range(active_size):
+                    t = active[k]
+                    yt = y[t]
+                    gt = G[t]
+                    if _is_upper(alpha[t], C[t]):
+                        if yt > 0:
+                            shrink = -gt > Gm1
+                        else:
+                            shrink = -gt > Gm2
+                    elif _is_lower(alpha[t]):
+                        if yt > 0:
+                            shrink = gt > Gm2
+                        else:
+                            shrink = gt > Gm1
+                    else:
+                        shrink = False
+                    if shrink:
+                        is_active[t] = 0
+                    else:
+                        active[p] = t
+                        p += 1
+                active_size = p
+
+        # -- working set selection, second order (WSS 3) --
+        # With Q_it = y_i y_t K_it, LIBSVM's curvature QD_i + QD_t -+ 2 y_i Q_it
+        # is K_ii + K_tt - 2 K_it for either label of t.
+        Gmax = -INFINITY
+        i = -1
+        if have_next:
+            Gmax = Gmax_next
+            i = i_next
+        else:
+            with nogil:
+                for k in range(active_size):
+                    t = active[k]
+                    if y[t] > 0:
+                        if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax:
+                            Gmax = -G[t]
+                            i = t
+                    else:
+                        if not _is_lower(alpha[t]) and G[t] >= Gmax:
+                            Gmax = G[t]
+                            i = t
+        have_next = False
+        j = -1
+        Gmax2 = -INFINITY
+        if i >= 0:
+            col_i = store.column(idx[i])
+            obj_min = INFINITY
+            with nogil:
+                for k in range(active_size):
+                    t = active[k]
+                    if y[t] > 0:
+                        if not _is_lower(alpha[t]):
+                            grad_diff = Gmax + G[t]
+                            if G[t] >= Gmax2:
+                                Gmax2 = G[t]
+                            if grad_diff > 0:
+                                quad = diag[i] + diag[t] - 2.0 * col_i[idx[t]]
+                                if quad <= 0:
+                                    quad = TAU
+                                obj = -(grad_diff * grad_diff) / quad
+                                if obj <= obj_min:
+                                    obj_min = obj
+                                    j = t
+                    else:
+                        if not _is_upper(alpha[t], C[t]):
+                            grad_diff = Gmax - G[t]
+                            if -G[t] >= Gmax2:
+                                Gmax2 = -G[t]
+                            if grad_diff > 0:
+                                quad = diag[i] + diag[t] - 2.0 * col_i[idx[t]]
+                                if quad <= 0:
+                                    quad = TAU
+                                obj = -(grad_diff * grad_diff) / quad
+                                if obj <= obj_min:
+                                    obj_min = obj
+                                    j = t
+        if i < 0 or j < 0 or Gmax + Gmax2 < tol:
+            if active_size < l:
+                # Optimal on the active set: check the whole problem.
+                _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
+                for t in range(l):
+                    active[t] = t
+                    is_active[t] = 1
+                active_size = l
+                # Select on the whole problem next, without shrinking first.
+                counter = 2
+                continue
+            converged = True
+            break
+
+        n_iter += 1
+        # -- two-variable analytic update (LIBSVM's Solver::Solve) --
+        col_j = store.column(idx[j])
+        col_i = store.column(idx[i])
+        Kij = col_i[idx[j]]
+        Ci = C[i]
+        Cj = C[j]
+        ai_old = alpha[i]
+        aj_old = alpha[j]
+        if y[i] != y[j]:
+            quad = diag[i] + diag[j] - 2.0 * Kij
+            if quad <= 0:
+                quad = TAU
+            delta = (-G[i] - G[j]) / quad
+            diff = alpha[i] - alpha[j]
+            alpha[i] += delta
+            alpha[j] += delta
+            if diff > 0:
+                if alpha[j] < 0:
+                    alpha[j] = 0
+                    alpha[i] = diff
+            else:
+                if alpha[i] < 0:
+                    alpha[i] = 0
+                    alpha[j] = -diff
+            if diff > Ci - Cj:
+                if alpha[i] > Ci:
+                    alpha[i] = Ci
+                    alpha[j] = Ci - diff
+            else:
+                if alpha[j] > Cj:
+                    alpha[j] = Cj
+                    alpha[i] = Cj + diff
+        else:
+            quad = diag[i] + diag[j] - 2.0 * Kij
+            if quad <= 0:
+                quad = TAU
+            delta = (G[i] - G[j]) / quad
+            total = alpha[i] + alpha[j]
+            alpha[i] -= delta
+            alpha[j] += delta
+            if total > Ci:
+                if alpha[i] > Ci:
+                    alpha[i] = Ci
+                    alpha[j] = total - Ci
+            else:
+                if alpha[j] < 0:
+                    alpha[j] = 0
+                    alpha[i] = total
+            if total > Cj:
+                if alpha[j] > Cj:
+                    alpha[j] = Cj
+                    alpha[i] = total - Cj
+            else:
+                if alpha[i] < 0:
+                    alpha[i] = 0
+                    alpha[j] = total
+        dai = (alpha[i] - ai_old) * y[i]
+        daj = (alpha[j] - aj_old) * y[j]
+        Gmax_next = -INFINITY
+        i_next = -1
+        with nogil:
+            for k in range(active_size):
+                t = active[k]
+                G[t] += y[t] * (dai * col_i[idx[t]] + daj * col_j[idx[t]])
+                if y[t] > 0:
+                    if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax_next:
+                        Gmax_next = -G[t]
+                        i_next = t
+                else:
+                    if not _is_lower(alpha[t]) and G[t] >= Gmax_next:
+                        Gmax_next = G[t]
+                        i_next = t
+        have_next = True
+
+    if not converged and active_size < l:
+        _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
+    return n_iter, _rho(y, C, alpha, G), converged
+
+
+cdef double _rho(
+    const double[::1] y, const double[::1] C, const double[::1] alpha, const double[::1] G
+) noexcept:
+    """Bias from the free variables (LIBSVM's calculate_rho)."""
+    cdef Py_ssize_t l = y.shape[0]
+    cdef Py_ssize_t t, n_free = 0
+    cdef double ub = INFINITY, lb = -INFINITY, sum_free = 0.0, yG
+    with nogil:
+        for t in range(l):
+            yG = y[t] * G[t]
+            if _is_upper(alpha[t], C[t]):
+                if y[t] < 0:
+                    ub = min(ub, yG)
+                else:
+                    lb = max(lb, yG)
+            elif _is_lower(alpha[t]):
+                if y[t] > 0:
+                    ub = min(ub, yG)
+                else:
+                    lb = max(lb, yG)
+            else:
+                n_free += 1
+                sum_free += yG
+    if n_free > 0:
+        return sum_free / n_free
+    if ub == INFINITY or lb == -INFINITY:
+        return 0.0 if ub == INFINITY and lb == -INFINITY else (
+            lb if ub == INFINITY else ub
+        )
+    return (ub + lb) / 2
+
+
+def update_gradient(
+    KernelColumns store,
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    double[::1] G,
+    const Py_ssize_t[::1] changed,
+    const double[::1] delta_ya,
+):
+    """``G_t += y_t * sum_c K(idx_t, c) * delta_ya_c`` over the changed global indices.
+
+    Only the kernel columns of the changed points are read.
+    """
+    cdef Py_ssize_t l = idx.shape[0]
+    cdef Py_ssize_t c, t
+    cdef const double* col
+    cdef double d
+    for c in range(changed.shape[0]):
+        d = delta_ya[c]
+        if d == 0.0:
+            continue
+        col = store.column(changed[c])
+        with nogil:
+            for t in range(l):
+                G[t] += y[t] * d * col[idx[t]]
+
+
+def gradient_from_alpha(
+    KernelColumns store,
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    const double[::1] alpha,
+):
+    """The gradient ``Q alpha - 1`` from scratch, reading the support vector columns."""
+    cdef Py_ssize_t l = idx.shape[0]
+    G = np.full(l, -1.0)
+    cdef double[::1] Gv = G
+    cdef Py_ssize_t j, t
+    cdef const double* col
+    cdef double coef
+    for j in range(l):
+        if alpha[j] != 0.0:
+            col = store.column(idx[j])
+            coef = y[j] * alpha[j]
+            with nogil:
+                for t in range(l):
+                    Gv[t] += y[t] * coef * col[idx[t]]
+    return G
+
+
+def gather_block(
+    KernelColumns store, const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols
+):
+    """``K[rows][:, cols]`` as a Fortran-ordered array, one column at a time."""
+    cdef Py_ssize_t n_rows = rows.shape[0], n_cols = cols.shape[0]
+    out = np.empty((n_rows, n_cols), dtype=np.float64, order="F")
+    cdef double[::1, :] view = out
+    cdef const double* col
+    cdef Py_ssize_t k, r
+    for k in range(n_cols):
+        col = store.column(cols[k])
+        with nogil:
+            for r in range(n_rows):
+                view[r, k] = col[rows[r]]
+    return out

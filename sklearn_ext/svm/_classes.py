@@ -1,0 +1,449 @@
+"""``AlphaSeededSVC``: LIBSVM's C-SVC with a shared kernel store and warm starts."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import (
+    _ovr_decision_function,
+    check_classification_targets,
+)
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_ext.svm._kernel_store import KernelStore, kernel_matrix
+from sklearn_ext.svm._solver import (
+    PairProblem,
+    pair_rows,
+    repair_equality,
+    solve_pair,
+    warn_not_converged,
+)
+
+__all__ = ["AlphaSeededSVC"]
+
+
+class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
+    """C-Support Vector Classification solved by SMO, ready for alpha seeding.
+
+    The same model as :class:`sklearn.svm.SVC` (LIBSVM's C-SVC with one-vs-one
+    multiclass): SMO with LIBSVM's second-order working-set selection, the
+    two-variable analytic update, shrinking, and the bias averaged over the free
+    variables. Kernel values live in a store addressed by sample index, the
+    full matrix when it fits in ``cache_size`` megabytes. The solver starts
+    from any feasible ``alpha``: pass ``initial_alpha`` to :meth:`fit` or set
+    ``warm_start=True`` to start from the previous fit. With
+    :func:`sklearn_ext.svm.alpha_seeded_cv` (or ``tree_cross_validate``) the
+    folds share one kernel store and each fold starts from the previous one.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation parameter, strictly positive.
+    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"} or callable, \
+            default="rbf"
+        Kernel type. A callable is called as ``kernel(X, Y)`` and must return
+        the ``(n_X, n_Y)`` kernel matrix.
+    degree : int, default=3
+        Degree of the polynomial kernel.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of "rbf", "poly" and "sigmoid": ``"scale"`` uses
+        ``1 / (n_features * X.var())``, ``"auto"`` uses ``1 / n_features``.
+    coef0 : float, default=0.0
+        Independent term of the "poly" and "sigmoid" kernels.
+    shrinking : bool, default=True
+        Whether to use LIBSVM's shrinking heuristic.
+    tol : float, default=1e-3
+        Stopping tolerance on the maximal KKT violation.
+    cache_size : float, default=200
+        Kernel store budget in megabytes: the full kernel matrix is kept when it
+        fits, an LRU cache of columns otherwise.
+    class_weight : dict or "balanced", default=None
+        Sets ``C`` of class ``i`` to ``class_weight[i] * C``.
+    max_iter : int, default=-1
+        Cap on SMO iterations per one-vs-one problem, ``-1`` for none. A
+        ``ConvergenceWarning`` is issued when it is reached.
+    decision_function_shape : {"ovo", "ovr"}, default="ovr"
+        Shape of :meth:`decision_function` for multiclass problems, as in
+        :class:`sklearn.svm.SVC`.
+    warm_start : bool, default=False
+        Start the next :meth:`fit` on data of the same size from this fit's
+        alphas.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    support_ : ndarray of shape (n_SV,)
+        Indices of the support vectors, grouped by class.
+    support_vectors_ : {ndarray, sparse matrix} of shape (n_SV, n_features)
+        Support vectors (empty for a precomputed kernel).
+    n_support_ : ndarray of shape (n_classes,)
+        Number of support vectors per class.
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
+        ``y_i * alpha_i`` laid out as in :class:`sklearn.svm.SVC`.
+    intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Constants of the decision functions.
+    n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        SMO iterations of each one-vs-one problem.
+    objective_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Dual objective value of each problem.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    sklearn.svm.SVC : The LIBSVM-based reference with the same model.
+    alpha_seeded_cv : k-fold cross-validation with alpha seeding.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_ext.svm import AlphaSeededSVC
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = AlphaSeededSVC(C=1.0).fit(X, y)
+    >>> clf.predict(X[:3])
+    array([0, 0, 0])
+    >>> round(clf.score(X, y), 2)
+    0.97
+    """
+
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0.0, None, closed="neither")],
+        "kernel": [
+            StrOptions({"linear", "poly", "rbf", "sigmoid", "precomputed"}),
+            callable,
+        ],
+        "degree": [Interval(Integral, 0, None, closed="left")],
+        "gamma": [
+            StrOptions({"scale", "auto"}),
+            Interval(Real, 0.0, None, closed="neither"),
+        ],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "shrinking": ["boolean"],
+        "tol": [Interval(Real, 0.0, None, closed="neither")],
+        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "max_iter": [Interval(Integral, -1, None, closed="left")],
+        "decision_function_shape": [StrOptions({"ovo", "ovr"})],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        C=1.0,
+        kernel="rbf",
+        degree=3,
+        gamma="scale",
+        coef0=0.0,
+        shrinking=True,
+        tol=1e-3,
+        cache_size=200,
+        class_weight=None,
+        max_iter=-1,
+        decision_function_shape="ovr",
+        warm_start=False,
+    ):
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.warm_start = warm_start
+
+    # -- fitting -----------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, initial_alpha=None):
+        """Fit the SVM model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training vectors, or the ``(n_samples, n_samples)`` kernel matrix
+            for ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        initial_alpha : array-like of shape (n_samples,), default=None
+            Starting dual variables for a binary problem, or a list with one
+            such array per one-vs-one pair. They are clipped to ``[0, C_i]``
+            and the equality constraint is repaired before SMO starts.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        X, y = self._check_fit_data(X, y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        n_classes = self.classes_.shape[0]
+        if n_classes < 2:
+            raise ValueError(
+                "The number of classes has to be greater than one; got "
+                f"{n_classes} class"
+            )
+        gamma = self._resolve_gamma(X)
+        store = KernelStore(
+            X, self.kernel, gamma, self.degree, self.coef0, self.cache_size
+        )
+        c_by_class = self._class_C(y_enc, n_classes)
+        rows = np.arange(X.shape[0], dtype=np.intp)
+        starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
+        problems = []
+        for p, (a, b) in enumerate(_pairs(n_classes)):
+            idx, y_pm = pair_rows(y_enc, rows, a, b)
+            C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
+            if starts is None:
+                alpha = np.zeros(idx.shape[0])
+                G = np.full(idx.shape[0], -1.0)
+            else:
+                alpha = np.array(starts[p][idx], dtype=np.float64)
+                repair_equality(alpha, y_pm, C)
+                G = None
+            problem = PairProblem(a, b, idx, y_pm, C, alpha, G)
+            solve_pair(
+                store,
+                problem,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                shrinking=self.shrinking,
+            )
+            problems.append(problem)
+        self._set_model(problems, X, gamma, n_classes)
+        return self
+
+    def _check_fit_data(self, X, y):
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=np.float64,
+            order="C",
+            accept_large_sparse=False,
+        )
+        check_classification_targets(y)
+        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(
+                "Precomputed matrix must be a square matrix. Input is a "
+                f"{X.shape[0]}x{X.shape[1]} matrix."
+            )
+        if self.kernel == "precomputed" and sp.issparse(X):
+            X = X.toarray()
+        return X, y
+
+    def _resolve_gamma(self, X) -> float:
+        if isinstance(self.gamma, str):
+            if self.gamma == "auto":
+                return 1.0 / X.shape[1]
+            if sp.issparse(X):
+                var = X.multiply(X).mean() - X.mean() ** 2
+            else:
+                var = X.var()
+            return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
+        return float(self.gamma)
+
+    def _class_C(self, y_enc, n_classes) -> np.ndarray:
+        return self._class_C_for(self.classes_, y_enc)
+
+    def _class_C_for(self, classes, y_enc) -> np.ndarray:
+        """``C`` of each class (``y_enc`` indexes ``classes``)."""
+        n_classes = classes.shape[0]
+        if self.class_weight is None:
+            weights = np.ones(n_classes)
+        elif isinstance(self.class_weight, dict):
+            weights = np.array(
+                [self.class_weight.get(c, 1.0) for c in classes], dtype=float
+            )
+        else:
+            weights = compute_class_weight(
+                self.class_weight, classes=np.arange(n_classes), y=y_enc
+            )
+        return float(self.C) * np.asarray(weights, dtype=np.float64)
+
+    def _starting_alphas(self, initial_alpha, n_samples, n_classes):
+        n_pairs = n_classes * (n_classes - 1) // 2
+        if initial_alpha is None:
+            previous = getattr(self, "_alpha_by_pair", None)
+            if self.warm_start and previous is not None:
+                if len(previous) == n_pairs and previous[0].shape[0] == n_samples:
+                    return previous
+            return None
+        if n_pairs == 1 and np.ndim(initial_alpha) == 1:
+            initial_alpha = [initial_alpha]
+        starts = [np.asarray(a, dtype=np.float64) for a in initial_alpha]
+        if len(starts) != n_pairs or any(a.shape != (n_samples,) for a in starts):
+            raise ValueError(
+                "initial_alpha must have shape (n_samples,) for a binary problem "
+                "or be a list of n_classes * (n_classes - 1) / 2 such arrays; got "
+                f"{len(starts)} array(s) for {n_pairs} pair(s) and "
+                f"n_samples={n_samples}."
+            )
+        if any(not np.all(np.isfinite(a)) for a in starts):
+            raise ValueError("initial_alpha must be finite.")
+        return starts
+
+    def _set_model(self, problems, X, gamma, n_classes, rows=None) -> None:
+        """Fitted attributes from solved pair problems (global rows of ``X``).
+
+        ``rows`` maps the global rows to the training sample numbers reported in
+        ``support_`` (the identity when ``None``).
+        """
+        n_total = X.shape[0]
+        self._gamma = gamma
+        self.n_iter_ = np.array([p.n_iter for p in problems], dtype=np.int64)
+        self.objective_ = np.array([p.objective() for p in problems])
+        if not all(p.converged for p in problems):
+            warn_not_converged(type(self).__name__, self.max_iter)
+        self._alpha_by_pair = []
+        is_sv = np.zeros((n_classes, n_total), dtype=bool)
+        for p in problems:
+            full = np.zeros(n_total)
+            full[p.idx] = p.alpha
+            self._alpha_by_pair.append(full)
+            sv = p.idx[p.alpha > 0]
+            first = p.y[p.alpha > 0] > 0
+            is_sv[p.first, sv[first]] = True
+            is_sv[p.second, sv[~first]] = True
+        support = np.concatenate(
+            [np.flatnonzero(is_sv[c]) for c in range(n_classes)]
+        ).astype(np.intp)
+        self.n_support_ = is_sv.sum(axis=1).astype(np.int32)
+        column = np.full(n_total, -1, dtype=np.intp)
+        column[support] = np.arange(support.shape[0])
+        dual = np.zeros((n_classes - 1, support.shape[0]))
+        pair_columns, pair_coefs, rho = [], [], []
+        for p in problems:
+            mask = p.alpha > 0
+            sv = p.idx[mask]
+            coef = (p.y * p.alpha)[mask]
+            cols = column[sv]
+            first = p.y[mask] > 0
+            dual[p.second - 1, cols[first]] = coef[first]
+            dual[p.first, cols[~first]] = coef[~first]
+            pair_columns.append(cols)
+            pair_coefs.append(coef)
+            rho.append(p.rho)
+        self._pair_columns = pair_columns
+        self._pair_coefs = pair_coefs
+        self._rho = np.array(rho)
+        self.support_ = support if rows is None else np.asarray(rows)[support]
+        self._support_rows = support
+        if self.kernel == "precomputed":
+            self.support_vectors_ = np.empty((0, 0))
+        else:
+            self.support_vectors_ = X[support]
+        if n_classes == 2:
+            self.dual_coef_ = -dual
+            self.intercept_ = np.array([self._rho[0]])
+        else:
+            self.dual_coef_ = dual
+            self.intercept_ = -self._rho
+        self.fit_status_ = 0 if all(p.converged for p in problems) else 1
+
+    # -- prediction ----------------------------------------------------------------
+    def _kernel_to_support(self, X):
+        if self.kernel == "precomputed":
+            if X.shape[1] != self._n_train:
+                raise ValueError(
+                    f"X.shape[1] = {X.shape[1]} should be equal to {self._n_train}, "
+                    "the number of samples at training time"
+                )
+            K = X[:, self.support_]
+            return K.toarray() if sp.issparse(K) else np.asarray(K)
+        return kernel_matrix(
+            X, self.support_vectors_, self.kernel, self._gamma, self.degree, self.coef0
+        )
+
+    def _ovo_decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(
+            self,
+            X,
+            accept_sparse="csr",
+            dtype=np.float64,
+            reset=False,
+            accept_large_sparse=False,
+        )
+        return self._ovo_from_kernel(self._kernel_to_support(X))
+
+    def _ovo_from_kernel(self, K):
+        """One-vs-one decision values from the kernel ``K`` to ``support_``."""
+        dec = np.empty((K.shape[0], len(self._pair_coefs)))
+        for p, (cols, coef) in enumerate(
+            zip(self._pair_columns, self._pair_coefs, strict=True)
+        ):
+            dec[:, p] = K[:, cols] @ coef - self._rho[p]
+        return dec
+
+    def _vote(self, dec):
+        n_classes = self.classes_.shape[0]
+        votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
+        for p, (a, b) in enumerate(_pairs(n_classes)):
+            wins_a = dec[:, p] > 0
+            votes[wins_a, a] += 1
+            votes[~wins_a, b] += 1
+        return self.classes_[np.argmax(votes, axis=1)]
+
+    def decision_function(self, X):
+        """Signed distance to the separating hyperplane(s).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples, or the ``(n_samples, n_train_samples)`` kernel for
+            ``kernel="precomputed"``.
+
+        Returns
+        -------
+        dec : ndarray of shape (n_samples,) or (n_samples, n_classes) or \
+                (n_samples, n_classes * (n_classes - 1) / 2)
+            Positive values favour ``classes_[1]`` for a binary problem; the
+            multiclass shapes follow ``decision_function_shape`` as in
+            :class:`sklearn.svm.SVC`.
+        """
+        dec = self._ovo_decision(X)
+        n_classes = self.classes_.shape[0]
+        if n_classes == 2:
+            return -dec[:, 0]
+        if self.decision_function_shape == "ovr":
+            return _ovr_decision_function(dec < 0, -dec, n_classes)
+        return dec
+
+    def predict(self, X):
+        """Class labels by one-vs-one voting (ties go to the lower class).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples, or their kernel with the training samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._vote(self._ovo_decision(X))
+
+    @property
+    def _n_train(self) -> int:
+        return self._alpha_by_pair[0].shape[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
+
+def _pairs(n_classes: int):
+    return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]

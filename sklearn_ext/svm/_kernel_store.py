@@ -1,0 +1,184 @@
+"""Kernel values by global sample index, shared by every fold problem."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.extmath import safe_sparse_dot
+
+from sklearn_ext._fast._smo import KernelColumns, gather_block
+
+__all__ = ["KernelStore", "kernel_matrix"]
+
+_BLOCK_ROWS = 1024
+# Sparse operands up to this many cells are densified: one dense GEMM beats a
+# sparse product whose result is dense anyway.
+_DENSIFY_CELLS = 2**25
+
+
+def _row_norms_sq(X) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def kernel_matrix(
+    A, B, kernel, gamma, degree, coef0, *, B_sq=None, out=None
+) -> np.ndarray:
+    """Dense float64 kernel matrix ``K(A, B)`` computed with one GEMM.
+
+    Parameters
+    ----------
+    A, B : {ndarray, sparse matrix}
+        Rows to compare (not used for ``kernel="precomputed"``).
+    kernel : {"linear", "poly", "rbf", "sigmoid"} or callable
+        The kernel; a callable is called as ``kernel(A, B)``.
+    gamma, degree, coef0 : float
+        Kernel parameters, as in :class:`sklearn.svm.SVC`.
+    B_sq : ndarray, default=None
+        Squared row norms of ``B``, reused across calls for the rbf kernel.
+    out : ndarray of shape (n_A, n_B), default=None
+        C-contiguous float64 array to write into (dense ``A`` and ``B`` only).
+
+    Returns
+    -------
+    K : ndarray of shape (n_A, n_B)
+    """
+    if callable(kernel):
+        return np.asarray(kernel(A, B), dtype=np.float64)
+    A, B = _densify(A), _densify(B)
+    if out is not None and not (sp.issparse(A) or sp.issparse(B)):
+        dot = np.dot(A, B.T, out=out)
+    else:
+        dot = np.asarray(safe_sparse_dot(A, B.T, dense_output=True), dtype=np.float64)
+        if out is not None:
+            out[...] = dot
+            dot = out
+    if kernel == "linear":
+        return dot
+    if kernel == "poly":
+        dot *= gamma
+        dot += coef0
+        return np.power(dot, degree, out=dot)
+    if kernel == "sigmoid":
+        dot *= gamma
+        dot += coef0
+        return np.tanh(dot, out=dot)
+    # rbf: exp(-gamma * (|a|^2 + |b|^2 - 2 a.b))
+    if B_sq is None:
+        B_sq = _row_norms_sq(B)
+    dot *= -2.0
+    dot += _row_norms_sq(A)[:, None]
+    dot += B_sq[None, :]
+    np.maximum(dot, 0.0, out=dot)
+    dot *= -gamma
+    return np.exp(dot, out=dot)
+
+
+def _densify(X):
+    if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSIFY_CELLS:
+        return X.toarray()
+    return X
+
+
+class KernelStore:
+    """All the kernel values of one data set, shared by every fold problem.
+
+    Entries are addressed by global sample index, so a fold's training set is an
+    index array into the store. The full matrix is kept when it fits in
+    ``cache_size`` megabytes (float64), built block by block with GEMM;
+    otherwise an LRU cache of full-length columns computed on demand.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Data, or the precomputed ``(n_samples, n_samples)`` kernel.
+    kernel : str or callable
+        ``"linear"``, ``"poly"``, ``"rbf"``, ``"sigmoid"``, ``"precomputed"``
+        or a callable.
+    gamma, degree, coef0 : float
+        Kernel parameters.
+    cache_size : float
+        Memory budget in megabytes.
+
+    Attributes
+    ----------
+    columns : KernelColumns
+        The Cython view handed to the SMO solver.
+    diag : ndarray of shape (n_samples,)
+        ``K(x_i, x_i)``.
+    is_dense : bool
+        Whether the whole matrix is held.
+    """
+
+    def __init__(self, X, kernel, gamma, degree, coef0, cache_size) -> None:
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        n = X.shape[0]
+        self.n_samples = n
+        if kernel == "precomputed":
+            K = np.ascontiguousarray(X, dtype=np.float64)
+            self.X = None
+            self.columns = KernelColumns(n, dense=K)
+            self.diag = np.ascontiguousarray(np.diag(K))
+            self.is_dense = True
+            return
+        self.X = X if callable(kernel) else _densify(X)
+        if isinstance(self.X, np.ndarray):
+            self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self._sq = None if callable(kernel) else _row_norms_sq(self.X)
+        budget = float(cache_size) * 2**20
+        if callable(kernel) or 8.0 * n * n <= budget:
+            K = np.empty((n, n), dtype=np.float64)
+            for start in range(0, n, _BLOCK_ROWS):
+                stop = min(start + _BLOCK_ROWS, n)
+                self._block(slice(start, stop), out=K[start:stop])
+            self.columns = KernelColumns(n, dense=K)
+            self.diag = np.ascontiguousarray(np.diag(K))
+            self.is_dense = True
+        else:
+            n_slots = max(2, int(budget // (8.0 * n)))
+            self.columns = KernelColumns(n, compute=self._column, n_slots=n_slots)
+            self.diag = self._diagonal()
+            self.is_dense = False
+
+    def _block(self, rows, out=None) -> np.ndarray:
+        if callable(self.kernel):
+            block = kernel_matrix(self.X[rows], self.X, self.kernel, 0, 0, 0)
+            if out is None:
+                return block
+            out[...] = block
+            return out
+        return kernel_matrix(
+            self.X[rows],
+            self.X,
+            self.kernel,
+            self.gamma,
+            self.degree,
+            self.coef0,
+            B_sq=self._sq,
+            out=out,
+        )
+
+    def _column(self, g: int) -> np.ndarray:
+        return self._block(slice(g, g + 1))[0]
+
+    def _diagonal(self) -> np.ndarray:
+        sq = self._sq
+        if self.kernel == "rbf":
+            return np.ones(self.n_samples)
+        if self.kernel == "linear":
+            return np.asarray(sq, dtype=np.float64)
+        if self.kernel == "poly":
+            return (self.gamma * sq + self.coef0) ** self.degree
+        return np.tanh(self.gamma * sq + self.coef0)
+
+    def block(self, rows, cols) -> np.ndarray:
+        """``K[rows][:, cols]`` as a dense array (reads the columns of ``cols``)."""
+        return gather_block(
+            self.columns,
+            np.ascontiguousarray(rows, dtype=np.intp),
+            np.ascontiguousarray(cols, dtype=np.intp),
+        )
