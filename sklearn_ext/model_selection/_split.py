@@ -6,10 +6,16 @@ import numbers
 from collections.abc import Iterator
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import StratifiedKFold
 from sklearn.model_selection._split import BaseCrossValidator
+from sklearn.utils import check_random_state
 
-from sklearn_ext.model_selection._plan import FoldPlan, check_order
+from sklearn_ext.model_selection._plan import (
+    FoldPlan,
+    _draw_seed,
+    _num_samples,
+    check_order,
+)
 
 __all__ = ["TreeCVSplitter", "StratifiedTreeCVSplitter"]
 
@@ -107,13 +113,21 @@ class TreeCVSplitter(BaseCrossValidator):
         self.order = order
         self.leaf_order = leaf_order
 
-    def _chunker(self):
-        # KFold consumes random_state only when it shuffles.
-        return KFold(
-            self.n_splits,
-            shuffle=self.shuffle,
-            random_state=self.random_state if self.shuffle else None,
-        )
+    def _test_folds(self, X, y=None, groups=None) -> list[np.ndarray]:
+        """KFold's test folds, computed in O(n) (KFold.split is O(n k))."""
+        n_samples = _num_samples(X)
+        if self.n_splits > n_samples:
+            raise ValueError(
+                f"Cannot have number of splits n_splits={self.n_splits} greater "
+                f"than the number of samples: n_samples={n_samples}."
+            )
+        indices = np.arange(n_samples)
+        if self.shuffle:
+            check_random_state(self.random_state).shuffle(indices)
+        sizes = np.full(self.n_splits, n_samples // self.n_splits)
+        sizes[: n_samples % self.n_splits] += 1
+        # KFold.split yields each test fold sorted (it goes through a mask).
+        return [np.sort(fold) for fold in np.split(indices, np.cumsum(sizes)[:-1])]
 
     def plan(self, X, y=None, groups=None) -> FoldPlan:
         """Return the :class:`FoldPlan` this splitter yields folds from.
@@ -131,13 +145,12 @@ class TreeCVSplitter(BaseCrossValidator):
         -------
         plan : FoldPlan
         """
-        return FoldPlan.from_cv(
-            self._chunker(),
-            X,
-            y,
-            groups,
+        seed = _draw_seed(self.random_state) if self.order == "randomized" else None
+        return FoldPlan(
+            self._test_folds(X, y, groups),
+            _num_samples(X),
             order=self.order,
-            random_state=self.random_state,
+            seed=seed,
             leaf_order=self.leaf_order,
         )
 
@@ -163,8 +176,9 @@ class TreeCVSplitter(BaseCrossValidator):
         yield from self.plan(X, y, groups).split()
 
     def _iter_test_indices(self, X=None, y=None, groups=None):
-        for _, test in self.split(X, y, groups):
-            yield test
+        plan = self.plan(X, y, groups)
+        for leaf in plan.leaf_order:
+            yield plan.test_indices(leaf)
 
     def get_n_splits(self, X=None, y=None, groups=None) -> int:
         """Return the number of splitting iterations, ``n_splits``."""
@@ -202,9 +216,10 @@ class StratifiedTreeCVSplitter(TreeCVSplitter):
     [[0, 3], [1, 4], [2, 5]]
     """
 
-    def _chunker(self):
-        return StratifiedKFold(
+    def _test_folds(self, X, y=None, groups=None) -> list[np.ndarray]:
+        chunker = StratifiedKFold(
             self.n_splits,
             shuffle=self.shuffle,
             random_state=self.random_state if self.shuffle else None,
         )
+        return [test for _, test in chunker.split(X, y, groups)]

@@ -21,7 +21,7 @@ from sklearn_ext.model_selection._backends import (
     accepts_classes,
 )
 from sklearn_ext.model_selection._choice import METHODS, choose_backend
-from sklearn_ext.model_selection._plan import FoldPlan, check_order
+from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed, check_order
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 
 __all__ = ["tree_cross_validate", "make_fold_plan", "make_scorer_dict"]
@@ -258,13 +258,11 @@ def make_fold_plan(
         if order is None or order == cv.order:
             return cv.plan(X, y, groups)
         # Same chunks and leaf order, the feeding order asked for here.
-        return FoldPlan.from_cv(
-            cv._chunker(),
-            X,
-            y,
-            groups,
+        return FoldPlan(
+            cv._test_folds(X, y, groups),
+            n_samples,
             order=order,
-            random_state=random_state,
+            seed=_draw_seed(random_state) if order == "randomized" else None,
             leaf_order=cv.leaf_order,
         )
     return FoldPlan.from_cv(
