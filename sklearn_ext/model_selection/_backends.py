@@ -82,6 +82,20 @@ class LeafTable(Sequence):
     score_time: np.ndarray
     estimator: list | None = None
 
+    @classmethod
+    def from_leaves(cls, leaves: Sequence[LeafResult]) -> LeafTable:
+        """The columns of a sequence of :class:`LeafResult`."""
+        names = list(leaves[0].scores)
+        estimators = [leaf.estimator for leaf in leaves]
+        return cls(
+            fold=np.array([leaf.fold for leaf in leaves], dtype=np.intp),
+            scores={n: np.array([leaf.scores[n] for leaf in leaves]) for n in names},
+            n_samples_fed=np.array([leaf.n_samples_fed for leaf in leaves]),
+            fit_time=np.array([leaf.fit_time for leaf in leaves]),
+            score_time=np.array([leaf.score_time for leaf in leaves]),
+            estimator=None if all(e is None for e in estimators) else estimators,
+        )
+
     def __len__(self) -> int:
         return len(self.fold)
 

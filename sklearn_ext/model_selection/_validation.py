@@ -178,14 +178,9 @@ def tree_cross_validate(
         on_leaf=None if leaf_callback is None else _by_split(plan, leaf_callback),
     )
     leaves = backend.run(task)
-    if isinstance(leaves, LeafTable):
-        return _aggregate_table(leaves, plan, backend.name)
-    # Backends number leaves by chunk; users see the plan's split index.
-    leaves = sorted(
-        (_as_split(plan, leaf) for leaf in leaves),
-        key=lambda leaf: leaf.fold,
-    )
-    return _aggregate(leaves, backend.name, return_estimator)
+    if not isinstance(leaves, LeafTable):
+        leaves = LeafTable.from_leaves(leaves)
+    return _aggregate(leaves, plan, backend.name)
 
 
 def _as_split(plan: FoldPlan, leaf: LeafResult) -> LeafResult:
@@ -360,11 +355,9 @@ def _classes(estimator, y, classes):
     return None if y is None else np.unique(y)
 
 
-def _aggregate_table(table: LeafTable, plan: FoldPlan, backend: str):
-    """``_aggregate`` for columnar leaves, in the plan's split order."""
-    split = getattr(plan, "split_index", None)
-    key = table.fold if split is None else np.asarray(split)[table.fold]
-    order = np.argsort(key, kind="stable")
+def _aggregate(table: LeafTable, plan: FoldPlan, backend: str) -> dict[str, Any]:
+    """The result dict, folds in the plan's split order (backends number leaves)."""
+    order = np.argsort(plan.split_index[table.fold], kind="stable")
     result: dict[str, Any] = {
         "fit_time": np.asarray(table.fit_time)[order],
         "score_time": np.asarray(table.score_time)[order],
@@ -377,23 +370,5 @@ def _aggregate_table(table: LeafTable, plan: FoldPlan, backend: str):
     if table.estimator is not None:
         result["estimator"] = [table.estimator[i] for i in order]
     result["n_samples_fed"] = int(np.sum(table.n_samples_fed))
-    result["backend"] = backend
-    return result
-
-
-def _aggregate(leaves: list[LeafResult], backend: str, return_estimator: bool):
-    names = list(leaves[0].scores)
-    result: dict[str, Any] = {
-        "fit_time": np.array([leaf.fit_time for leaf in leaves]),
-        "score_time": np.array([leaf.score_time for leaf in leaves]),
-    }
-    if names == ["score"]:
-        result["test_score"] = np.array([leaf.scores["score"] for leaf in leaves])
-    else:
-        for name in names:
-            result[f"test_{name}"] = np.array([leaf.scores[name] for leaf in leaves])
-    if return_estimator:
-        result["estimator"] = [leaf.estimator for leaf in leaves]
-    result["n_samples_fed"] = int(sum(leaf.n_samples_fed for leaf in leaves))
     result["backend"] = backend
     return result
