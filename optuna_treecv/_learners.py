@@ -122,6 +122,24 @@ LEARNERS: dict[str, Learner] = {
         space=_mlp_space,
         summary="one-hidden-layer perceptron (adam)",
     ),
+    "pegasos": Learner(
+        "sklearn_ext.linear_model:PegasosClassifier",
+        space={"alpha": FloatDistribution(1e-7, 1e-1, log=True)},
+        summary="PEGASOS linear SVM, native learner (TreeCV in C)",
+    ),
+    "logistic-sgd": Learner(
+        "sklearn_ext.linear_model:LogisticSGDClassifier",
+        space={"alpha": FloatDistribution(1e-7, 1e-1, log=True)},
+        summary="logistic regression by SGD, native learner (TreeCV in C)",
+    ),
+    "lsq-sgd": Learner(
+        "sklearn_ext.linear_model:LeastSquaresSGDRegressor",
+        space={
+            "radius": FloatDistribution(1e-1, 1e3, log=True),
+            "eta0": FloatDistribution(1e-3, 10.0, log=True),
+        },
+        summary="least-squares robust SGD (Nemirovski et al.), native learner",
+    ),
     "svc": Learner(
         "sklearn_ext.svm:AlphaSeededSVC",
         space={

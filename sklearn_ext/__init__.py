@@ -5,6 +5,11 @@ splitters, :func:`tree_cross_validate`, the search tools and the alpha-seeded
 kernel SVM.
 """
 
+from sklearn_ext.linear_model import (
+    LeastSquaresSGDRegressor,
+    LogisticSGDClassifier,
+    PegasosClassifier,
+)
 from sklearn_ext.model_selection import (
     FoldPlan,
     LeafResult,
@@ -23,6 +28,9 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AlphaSeededSVC",
     "FoldPlan",
+    "LeastSquaresSGDRegressor",
+    "LogisticSGDClassifier",
+    "PegasosClassifier",
     "LeafResult",
     "PrefixCache",
     "StratifiedTreeCVSplitter",
