@@ -8,7 +8,7 @@ import pytest
 from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.cluster import MiniBatchKMeans
-from sklearn.datasets import load_digits, load_iris
+from sklearn.datasets import load_digits, load_iris, make_classification
 from sklearn.exceptions import FitFailedWarning
 from sklearn.experimental import enable_halving_search_cv  # noqa: F401
 from sklearn.linear_model import LogisticRegression, SGDClassifier, SGDRegressor
@@ -329,3 +329,31 @@ def test_tree_search_standard_method_and_kfold(digits):
     assert_array_equal(
         search.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"]
     )
+
+
+# -- native learners share prefixes in fit, without a wrapper -----------------------
+@pytest.mark.parametrize("max_iter", [1, 3])
+def test_native_fit_resumes_from_cached_prefix(max_iter):
+    from sklearn_ext import LeastSquaresSGDRegressor, PegasosClassifier
+
+    # 8 chunks of 1024 rows: every shared prefix ends on a batch boundary.
+    X, y = make_classification(8192, 10, random_state=0)
+    cv = TreeCVSplitter(8)
+    for estimator, target in [
+        (PegasosClassifier(shuffle=False, max_iter=max_iter), y),
+        (LeastSquaresSGDRegressor(shuffle=False, max_iter=max_iter), X[:, 0]),
+    ]:
+        cache = PrefixCache()
+        shared = cross_validate(
+            estimator.set_params(cache=cache), X, target, cv=cv, return_estimator=True
+        )
+        plain = cross_validate(
+            estimator.set_params(cache=None), X, target, cv=cv, return_estimator=True
+        )
+        for a, b in zip(shared["estimator"], plain["estimator"], strict=True):
+            assert_array_equal(a.coef_, b.coef_)
+        # Every fold after the first finds a prefix, except the one that starts
+        # the tree's other half (leaf 4 shares nothing with leaves 0-3).
+        assert cache.hits == 6
+    with pytest.raises(ValueError, match="The 'cache' parameter of PegasosClassifier"):
+        PegasosClassifier(shuffle=False, cache="disk").fit(X, y)

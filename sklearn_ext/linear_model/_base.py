@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from numbers import Integral
 
+import joblib
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -24,6 +25,9 @@ from sklearn.utils.validation import (
 )
 
 from sklearn_ext._fast import _sgd
+
+#: Rows per batch of the prefix-sharing first epoch (``cache``).
+_PREFIX_BATCH_SIZE = 1024
 
 __all__ = [
     "BaseNativeClassifier",
@@ -67,6 +71,7 @@ class BaseNativeSGD(BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
+        "cache": "no_validation",  # checked in fit (model_selection imports us)
     }
 
     # -- hooks --------------------------------------------------------------------
@@ -110,6 +115,40 @@ class BaseNativeSGD(BaseEstimator):
             np.ascontiguousarray(rows, dtype=np.intp),
         )
 
+    def _resolve_cache(self):
+        from sklearn_ext.model_selection._prefix_cache import resolve_cache
+
+        return resolve_cache(getattr(self, "cache", None), type(self).__name__)
+
+    def _first_epoch_from_prefix(self, cache, X, y_encoded, sample_weight) -> None:
+        """One ordered pass over ``X``, resumed from the longest cached prefix."""
+        from sklearn_ext.model_selection._prefix_cache import (
+            batches,
+            prefix_keys,
+            resume_from_prefix,
+        )
+
+        row_batches = batches(X.shape[0], _PREFIX_BATCH_SIZE)
+        params = {k: v for k, v in self.get_params().items() if k != "cache"}
+        root = joblib.hash(
+            (
+                type(self).__qualname__,
+                params,
+                getattr(self, "classes_", None),
+                X.shape[1],
+                X.dtype.str,
+            )
+        ).encode()
+        keys = prefix_keys(root, [X, y_encoded, sample_weight], row_batches)
+
+        def feed(state, j):
+            self._state = state
+            rows = np.arange(row_batches[j].start, row_batches[j].stop, dtype=np.intp)
+            self._feed(X, y_encoded, sample_weight, rows)
+            return self._state
+
+        self._state, _ = resume_from_prefix(cache, keys, lambda: self._state, feed)
+
     def _sample_weight(self, sample_weight, X):
         if sample_weight is None:
             return None
@@ -143,7 +182,12 @@ class BaseNativeSGD(BaseEstimator):
         self._init_state(X.shape[1])
         rng = check_random_state(self.random_state)
         rows = np.arange(X.shape[0], dtype=np.intp)
-        for _ in range(self.max_iter):
+        epochs = range(self.max_iter)
+        cache = self._resolve_cache()
+        if cache is not None and not self.shuffle:
+            self._first_epoch_from_prefix(cache, X, y_encoded, sample_weight)
+            epochs = range(1, self.max_iter)
+        for _ in epochs:
             if self.shuffle:
                 rng.shuffle(rows)
             self._feed(X, y_encoded, sample_weight, rows)

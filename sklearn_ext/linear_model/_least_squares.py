@@ -41,6 +41,15 @@ class LeastSquaresSGDRegressor(BaseNativeRegressor):
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffling in :meth:`fit`.
+    cache : "memory", PrefixCache or None, default=None
+        Share training prefixes between fits (e.g. the folds of a search with
+        ``cv=TreeCVSplitter(k)``). With ``shuffle=False`` the first epoch of
+        :meth:`fit` feeds the rows in the given order in batches of 1024 and
+        resumes from the longest prefix found in the cache (keyed by the
+        parameters and a sha256 digest of the rows fed); the model is the same
+        as without the cache. ``"memory"`` is the process's bounded in-memory
+        :class:`~sklearn_ext.model_selection.PrefixCache`. Ignored when
+        ``shuffle=True``.
 
     Attributes
     ----------
@@ -96,6 +105,7 @@ class LeastSquaresSGDRegressor(BaseNativeRegressor):
         max_iter=5,
         shuffle=True,
         random_state=None,
+        cache=None,
     ):
         self.eta0 = eta0
         self.radius = radius
@@ -103,6 +113,7 @@ class LeastSquaresSGDRegressor(BaseNativeRegressor):
         self.max_iter = max_iter
         self.shuffle = shuffle
         self.random_state = random_state
+        self.cache = cache
 
     def _kernel_params(self) -> dict:
         radius = float(self.radius)

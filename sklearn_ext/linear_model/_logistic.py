@@ -38,6 +38,15 @@ class LogisticSGDClassifier(PegasosClassifier):
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffling in :meth:`fit`.
+    cache : "memory", PrefixCache or None, default=None
+        Share training prefixes between fits (e.g. the folds of a search with
+        ``cv=TreeCVSplitter(k)``). With ``shuffle=False`` the first epoch of
+        :meth:`fit` feeds the rows in the given order in batches of 1024 and
+        resumes from the longest prefix found in the cache (keyed by the
+        parameters and a sha256 digest of the rows fed); the model is the same
+        as without the cache. ``"memory"`` is the process's bounded in-memory
+        :class:`~sklearn_ext.model_selection.PrefixCache`. Ignored when
+        ``shuffle=True``.
 
     Attributes
     ----------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 import numbers
 import pickle
 import warnings
@@ -21,11 +20,15 @@ from sklearn.utils._metadata_requests import (
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_ext.model_selection._prefix_cache import PrefixCache
+from sklearn_ext.model_selection._prefix_cache import (
+    PrefixCache,
+    batches,
+    prefix_keys,
+    resolve_cache,
+    resume_from_prefix,
+)
 
 __all__ = ["TreeCVEstimator"]
-
-_PROCESS_CACHE = PrefixCache()
 
 
 def _estimator_has(attr: str):
@@ -126,16 +129,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                 "The 'batch_size' parameter of TreeCVEstimator must be an int in "
                 f"the range [1, inf). Got {self.batch_size!r} instead."
             )
-        if self.cache is None:
-            return None
-        if isinstance(self.cache, PrefixCache):
-            return self.cache
-        if isinstance(self.cache, str) and self.cache == "memory":
-            return _PROCESS_CACHE
-        raise ValueError(
-            "The 'cache' parameter of TreeCVEstimator must be 'memory', a "
-            f"PrefixCache or None. Got {self.cache!r} instead."
-        )
+        return resolve_cache(self.cache, "TreeCVEstimator")
 
     def fit(self, X, y=None, **fit_params):
         """Fit the learner, resuming from the longest cached training prefix.
@@ -181,30 +175,42 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
             )
             cache = None
 
-        starts = list(range(0, n_samples, self.batch_size))
-        batches = [slice(s, min(s + self.batch_size, n_samples)) for s in starts]
-        model, first = clone(self.estimator), 0
-        keys: list[bytes] = []
-        if cache is not None:
-            keys = _prefix_keys(
-                self.estimator, self.batch_size, classes, X, y, fit_params, batches
-            )
-            for j in range(len(keys) - 1, -1, -1):
-                if keys[j] in cache:
-                    state = cache.get(keys[j])
-                    if state is not None:
-                        model, first = state, j + 1
-                        break
-        fed = 0
-        for j in range(first, len(batches)):
-            rows = batches[j]
+        row_batches = batches(n_samples, self.batch_size)
+
+        def feed(model, j):
+            rows = row_batches[j]
             params = _batch_params(fit_params, rows, n_samples)
             if j == 0 and classes is not None:
                 params["classes"] = classes
             model.partial_fit(X[rows], None if y is None else y[rows], **params)
-            fed += rows.stop - rows.start
-            if cache is not None:
-                cache.put(keys[j], model)
+            return model
+
+        if cache is None:
+            model = clone(self.estimator)
+            for j in range(len(row_batches)):
+                model = feed(model, j)
+            first = 0
+        else:
+            aligned = {
+                key: value
+                for key, value in fit_params.items()
+                if _is_sample_aligned(value, n_samples)
+            }
+            others = {k: v for k, v in fit_params.items() if k not in aligned}
+            root = joblib.hash(
+                (self.estimator, self.batch_size, sorted(aligned), others)
+            ).encode()
+            keys = prefix_keys(
+                root + _class_bytes(classes),
+                [X, y, *(aligned[key] for key in sorted(aligned))],
+                row_batches,
+            )
+            model, first = resume_from_prefix(
+                cache, keys, lambda: clone(self.estimator), feed
+            )
+        fed = n_samples - (
+            row_batches[first].start if first < len(row_batches) else n_samples
+        )
         self.estimator_ = model
         self.n_samples_fed_ = fed
         self.n_samples_reused_ = n_samples - fed
@@ -302,50 +308,20 @@ def _is_deterministic(estimator) -> bool:
     )
 
 
-def _update(digest, array) -> None:
-    if array is None:
-        digest.update(b"\x00")
-    elif hasattr(array, "indptr"):  # CSR rows
-        for part in (array.data, array.indices, array.indptr - array.indptr[0]):
-            _update(digest, part)
-    else:
-        array = np.asarray(array)
-        if array.dtype.hasobject:
-            digest.update(pickle.dumps(array, protocol=pickle.HIGHEST_PROTOCOL))
-        else:
-            digest.update(str((array.dtype.str, array.shape)).encode())
-            digest.update(np.ascontiguousarray(array).view(np.uint8))
+def _class_bytes(classes) -> bytes:
+    return b"" if classes is None else pickle.dumps(np.asarray(classes).tolist())
 
 
-def _prefix_keys(estimator, batch_size, classes, X, y, fit_params, batches):
-    """Order-sensitive digests of the learner and of all rows up to each batch."""
-    # sha256: hardware-accelerated on current CPUs, about twice blake2b's speed.
-    root = hashlib.sha256()
-    root.update(joblib.hash(estimator).encode())
-    root.update(str(batch_size).encode())
-    _update(root, classes)
-    root.update(repr(sorted(fit_params)).encode())
-    keys, previous = [], root.digest()
-    n_samples = X.shape[0]
-    for rows in batches:
-        digest = hashlib.sha256(previous)
-        _update(digest, X[rows])
-        _update(digest, None if y is None else y[rows])
-        for value in _batch_params(fit_params, rows, n_samples).values():
-            _update(
-                digest, value if hasattr(value, "__len__") else repr(value).encode()
-            )
-        previous = digest.digest()
-        keys.append(previous)
-    return keys
+def _is_sample_aligned(value, n_samples: int) -> bool:
+    return (
+        hasattr(value, "__len__")
+        and not isinstance(value, str | bytes)
+        and len(value) == n_samples
+    )
 
 
 def _batch_params(fit_params, rows: slice, n_samples: int) -> dict:
     return {
-        key: value[rows]
-        if hasattr(value, "__len__")
-        and not isinstance(value, str | bytes)
-        and len(value) == n_samples
-        else value
+        key: value[rows] if _is_sample_aligned(value, n_samples) else value
         for key, value in fit_params.items()
     }

@@ -11,9 +11,19 @@ import tempfile
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["PrefixCache"]
+import numpy as np
+
+__all__ = [
+    "PrefixCache",
+    "batches",
+    "prefix_keys",
+    "resolve_cache",
+    "resume_from_prefix",
+]
 
 _MAGIC = b"TREECV01"
 _KEY_FILE = ".treecv-key"
@@ -230,3 +240,106 @@ class PrefixCache:
     def __repr__(self) -> str:
         where = "" if self.directory is None else f", directory={str(self.directory)!r}"
         return f"PrefixCache(max_bytes={self.max_bytes}{where})"
+
+
+#: The cache ``cache="memory"`` refers to: bounded, one per process.
+PROCESS_CACHE = PrefixCache()
+
+
+def resolve_cache(cache, owner: str) -> PrefixCache | None:
+    """The :class:`PrefixCache` a ``cache`` parameter names, or ``None``."""
+    if cache is None:
+        return None
+    if isinstance(cache, PrefixCache):
+        return cache
+    if isinstance(cache, str) and cache == "memory":
+        return PROCESS_CACHE
+    raise ValueError(
+        f"The 'cache' parameter of {owner} must be 'memory', a PrefixCache or "
+        f"None. Got {cache!r} instead."
+    )
+
+
+# -- training from the longest cached prefix ----------------------------------------
+def batches(n_samples: int, batch_size: int) -> list[slice]:
+    """Consecutive slices of ``batch_size`` rows covering ``range(n_samples)``."""
+    return [
+        slice(start, min(start + batch_size, n_samples))
+        for start in range(0, n_samples, batch_size)
+    ]
+
+
+def _update(digest, value) -> None:
+    if value is None:
+        digest.update(b"\x00")
+    elif hasattr(value, "indptr"):  # CSR rows
+        for part in (value.data, value.indices, value.indptr - value.indptr[0]):
+            _update(digest, part)
+    elif isinstance(value, bytes):
+        digest.update(value)
+    else:
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            digest.update(pickle.dumps(array, protocol=pickle.HIGHEST_PROTOCOL))
+        else:
+            digest.update(str((array.dtype.str, array.shape)).encode())
+            digest.update(np.ascontiguousarray(array).view(np.uint8))
+
+
+def prefix_keys(root: bytes, columns: Sequence[Any], row_batches) -> list[bytes]:
+    """Order-sensitive digests of ``root`` and of all rows up to each batch.
+
+    Key ``j`` is a sha256 chained over ``root`` and, batch by batch up to ``j``,
+    the rows of every sample-aligned array of ``columns`` (``None`` entries are
+    hashed as absent). sha256 is hardware-accelerated on current CPUs, about
+    twice blake2b's speed here.
+    """
+    keys, previous = [], hashlib.sha256(root).digest()
+    for rows in row_batches:
+        digest = hashlib.sha256(previous)
+        for column in columns:
+            _update(digest, None if column is None else column[rows])
+        previous = digest.digest()
+        keys.append(previous)
+    return keys
+
+
+def resume_from_prefix(
+    cache: PrefixCache,
+    keys: Sequence[bytes],
+    initial: Callable[[], Any],
+    feed: Callable[[Any, int], Any],
+) -> tuple[Any, int]:
+    """Train through the batches of ``keys`` from the longest prefix in ``cache``.
+
+    Parameters
+    ----------
+    cache : PrefixCache
+        Where states are looked up and stored.
+    keys : sequence of bytes
+        :func:`prefix_keys` of the batches.
+    initial : callable
+        Returns the untrained state, used when no prefix is found.
+    feed : callable
+        ``feed(state, j)`` trains ``state`` on batch ``j`` and returns it.
+
+    Returns
+    -------
+    state : object
+        The state after the last batch.
+    first : int
+        Index of the first batch that was fed (``len(keys)`` when all were found).
+    """
+    state, first = None, 0
+    for j in range(len(keys) - 1, -1, -1):
+        if keys[j] in cache:
+            state = cache.get(keys[j])
+            if state is not None:
+                first = j + 1
+                break
+    if state is None:
+        state = initial()
+    for j in range(first, len(keys)):
+        state = feed(state, j)
+        cache.put(keys[j], state)
+    return state, first
