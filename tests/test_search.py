@@ -357,3 +357,20 @@ def test_native_fit_resumes_from_cached_prefix(max_iter):
         assert cache.hits == 6
     with pytest.raises(ValueError, match="The 'cache' parameter of PegasosClassifier"):
         PegasosClassifier(shuffle=False, cache="disk").fit(X, y)
+
+
+def test_metadata_routing_sends_sample_weight_to_partial_fit(digits):
+    from sklearn import config_context
+
+    X, y = digits
+    weights = np.linspace(0.5, 2.0, len(y))
+    with config_context(enable_metadata_routing=True):
+        inner = MultinomialNB().set_partial_fit_request(sample_weight=True)
+        est = TreeCVEstimator(inner, batch_size=100, cache=None)
+        proba = est.fit(X, y, sample_weight=weights).predict_proba(X)
+        scores = cross_validate(
+            est, X, y, cv=TreeCVSplitter(4), params={"sample_weight": weights}
+        )["test_score"]
+    ref = MultinomialNB().fit(X, y, sample_weight=weights).predict_proba(X)
+    assert_allclose(proba, ref, rtol=1e-10)
+    assert scores.shape == (4,)
