@@ -374,3 +374,16 @@ def test_metadata_routing_sends_sample_weight_to_partial_fit(digits):
     ref = MultinomialNB().fit(X, y, sample_weight=weights).predict_proba(X)
     assert_allclose(proba, ref, rtol=1e-10)
     assert scores.shape == (4,)
+
+
+def test_tree_search_runs_native_learners_on_the_native_tree(digits):
+    from sklearn_ext import PegasosClassifier
+
+    X, y = digits
+    grid = {"alpha": [1e-4, 1e-2]}
+    search = TreeCVSearchCV(PegasosClassifier(), grid, cv=5, refit=False).fit(X, y)
+    for i, alpha in enumerate([1e-4, 1e-2]):
+        ref = tree_cross_validate(PegasosClassifier(alpha=alpha), X, y, cv=5)
+        assert ref["backend"] == "native_tree"
+        split_scores = [search.cv_results_[f"split{j}_test_score"][i] for j in range(5)]
+        assert_array_equal(split_scores, ref["test_score"])
