@@ -5,6 +5,7 @@ splitters, :func:`tree_cross_validate`, the search tools and the alpha-seeded
 kernel SVM.
 """
 
+from sklearn_ext.anomaly import SemiSupervisedAnomalyDetector
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
@@ -33,6 +34,7 @@ __all__ = [
     "PegasosClassifier",
     "LeafResult",
     "PrefixCache",
+    "SemiSupervisedAnomalyDetector",
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
     "TreeCVSearchCV",

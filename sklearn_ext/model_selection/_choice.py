@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.model_selection._backends import (
     Backend,
     PythonTreeBackend,
@@ -15,7 +16,11 @@ __all__ = ["METHODS", "choose_backend"]
 METHODS = ("auto", "treecv", "standard", "alpha_seeding")
 
 # Tree backends, fastest first: the first that accepts the estimator runs it.
-TREE_BACKENDS: tuple[type[Backend], ...] = (NativeTreeBackend, PythonTreeBackend)
+TREE_BACKENDS: tuple[type[Backend], ...] = (
+    NativeSSADTreeBackend,
+    NativeTreeBackend,
+    PythonTreeBackend,
+)
 
 
 def choose_backend(estimator, method: str = "auto") -> Backend:

@@ -20,6 +20,7 @@ from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._validation import (
     _validate_data,
     make_fold_plan,
+    stratifies,
     tree_cross_validate,
 )
 
@@ -210,7 +211,7 @@ class TreeCVSearchCV(BaseSearchCV):
             X,
             y,
             groups,
-            classifier=is_classifier(self.estimator),
+            classifier=stratifies(self.estimator),
             order=self.order,
             random_state=self.random_state,
         )

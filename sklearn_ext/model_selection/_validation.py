@@ -8,7 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sklearn.base import is_classifier, is_clusterer, is_regressor
+from sklearn.base import (
+    is_classifier,
+    is_clusterer,
+    is_outlier_detector,
+    is_regressor,
+)
 from sklearn.metrics import check_scoring
 from sklearn.utils import check_array
 from sklearn.utils.multiclass import type_of_target
@@ -24,7 +29,21 @@ from sklearn_ext.model_selection._choice import METHODS, choose_backend
 from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed, check_order
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 
-__all__ = ["tree_cross_validate", "make_fold_plan", "make_scorer_dict"]
+__all__ = [
+    "tree_cross_validate",
+    "make_fold_plan",
+    "make_scorer_dict",
+    "stratifies",
+]
+
+
+def stratifies(estimator) -> bool:
+    """Whether an int ``cv`` stratifies on ``y`` for ``estimator``.
+
+    True for classifiers and for outlier detectors (whose ``y`` holds the
+    normal/anomaly labels, so that every fold gets its share of anomalies).
+    """
+    return is_classifier(estimator) or is_outlier_detector(estimator)
 
 
 def tree_cross_validate(
@@ -160,7 +179,7 @@ def tree_cross_validate(
         X,
         y,
         groups,
-        classifier=is_classifier(estimator),
+        classifier=stratifies(estimator),
         order=order,
         random_state=random_state,
     )
@@ -206,7 +225,8 @@ def make_fold_plan(
     X, y, groups : array-like
         The data, targets and groups handed to the splitter.
     classifier : bool, default=False
-        Whether an int ``cv`` should stratify on a binary or multiclass ``y``.
+        Whether an int ``cv`` should stratify on a binary or multiclass ``y``
+        (see :func:`stratifies`).
     order : {"fixed", "randomized"} or None, default=None
         Feeding order; ``None`` takes a ``TreeCVSplitter``'s own order.
     random_state : int, RandomState instance or None, default=None
@@ -269,16 +289,20 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
     """A scorer ``(model, X, y) -> {name: value}`` for ``scoring``.
 
     ``scoring=None`` picks the estimator's natural score: ``score`` for
-    classifiers and regressors, minus the mean squared distance to the nearest
-    centre for clusterers and the mean of ``score_samples`` for density
-    estimators.
+    classifiers, regressors and outlier detectors that define one (e.g. the
+    AUROC of :class:`~sklearn_ext.anomaly.SemiSupervisedAnomalyDetector`),
+    minus the mean squared distance to the nearest centre for clusterers and
+    the mean of ``score_samples`` for density estimators.
     """
     if scoring is None:
         if is_clusterer(estimator):
             return _named(_neg_mean_squared_distance)
-        if not (is_classifier(estimator) or is_regressor(estimator)) and hasattr(
-            estimator, "score_samples"
-        ):
+        has_score = is_outlier_detector(estimator) and callable(
+            getattr(estimator, "score", None)
+        )
+        if not (
+            is_classifier(estimator) or is_regressor(estimator) or has_score
+        ) and hasattr(estimator, "score_samples"):
             return _named(_mean_score_samples)
     try:
         scorer = check_scoring(estimator, scoring)

@@ -1,0 +1,5 @@
+"""Anomaly detection learners that TreeCV runs natively."""
+
+from sklearn_ext.anomaly._ssad import SemiSupervisedAnomalyDetector
+
+__all__ = ["SemiSupervisedAnomalyDetector"]

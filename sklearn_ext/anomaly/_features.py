@@ -1,0 +1,114 @@
+"""Random Fourier features of the RBF kernel and their bounded in-process cache."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from numbers import Integral
+
+import numpy as np
+
+from sklearn_ext._fast import _ssad
+
+__all__ = ["FeatureCache", "FEATURE_CACHE", "draw_weights", "random_features"]
+
+
+def draw_weights(rng, n_features: int, n_components: int, gamma: float):
+    """Weights and offsets drawn as :class:`sklearn.kernel_approximation.RBFSampler`.
+
+    Returns ``random_weights`` of shape (n_features, n_components), entries
+    ``N(0, 2 * gamma)``, and ``random_offset`` uniform on ``[0, 2 pi)``.
+    """
+    weights = np.sqrt(2.0 * gamma) * rng.normal(size=(n_features, n_components))
+    offset = rng.uniform(0.0, 2.0 * np.pi, size=n_components)
+    return weights, offset
+
+
+def random_features(X, weights, offset) -> np.ndarray:
+    """``sqrt(2 / D) * cos(X @ weights + offset)``, computed row by row in C."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    out = np.empty((X.shape[0], offset.shape[0]), dtype=np.float64)
+    _ssad.random_features(
+        X,
+        np.ascontiguousarray(weights.T, dtype=np.float64),
+        np.ascontiguousarray(offset, dtype=np.float64),
+        out,
+    )
+    return out
+
+
+class FeatureCache:
+    """Feature matrices keyed by the data's digest and the feature parameters.
+
+    A least-recently-used store bounded by ``max_bytes`` of feature matrices;
+    the matrices are returned read-only and shared (never copied).
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self._store: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(X: np.ndarray, gamma: float, n_components: int, seed: int) -> bytes:
+        """Digest of ``X`` (values, shape, dtype) and the feature parameters."""
+        X = np.ascontiguousarray(X)
+        digest = hashlib.sha256(str((X.dtype.str, X.shape)).encode())
+        digest.update(X.view(np.uint8))
+        digest.update(repr((float(gamma), int(n_components), int(seed))).encode())
+        return digest.digest()
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        with self._lock:
+            value = self._store.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._store.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key: bytes, value: np.ndarray) -> None:
+        if value.nbytes > self.max_bytes:
+            return
+        value.setflags(write=False)
+        with self._lock:
+            old = self._store.pop(key, None)
+            self._bytes -= 0 if old is None else old.nbytes
+            self._store[key] = value
+            self._bytes += value.nbytes
+            while self._bytes > self.max_bytes:
+                _, evicted = self._store.popitem(last=False)
+                self._bytes -= evicted.nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._store.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+
+#: The process's feature cache (bounded, least recently used first out).
+FEATURE_CACHE = FeatureCache()
+
+
+def cached_features(X, weights, offset, gamma, n_components, random_state):
+    """Features of ``X``, from :data:`FEATURE_CACHE` when ``random_state`` is an int.
+
+    Only an int seed identifies the weights: with ``None`` or a ``RandomState``
+    the features are computed every time.
+    """
+    if not isinstance(random_state, Integral) or isinstance(random_state, bool):
+        return random_features(X, weights, offset)
+    key = FeatureCache.key(X, gamma, n_components, random_state)
+    phi = FEATURE_CACHE.get(key)
+    if phi is None:
+        phi = random_features(X, weights, offset)
+        FEATURE_CACHE.put(key, phi)
+    return phi
