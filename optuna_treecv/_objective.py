@@ -18,7 +18,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 from optuna.pruners import WilcoxonPruner
-from sklearn.base import clone, is_classifier
+from sklearn.base import clone
 from sklearn.utils import check_random_state
 
 from sklearn_ext.model_selection import FoldPlan, choose_backend
@@ -27,6 +27,7 @@ from sklearn_ext.model_selection._validation import (
     _validate_data,
     make_fold_plan,
     make_scorer_dict,
+    stratifies,
     tree_cross_validate,
 )
 
@@ -99,6 +100,12 @@ class TreeCVObjective:
         from it and the trial number. Pass an int for reproducible studies.
         (A randomized feeding order is a property of ``cv``, e.g.
         ``TreeCVSplitter(10, order="randomized", random_state=0)``.)
+    fit_params : dict, default=None
+        Parameters passed to every ``partial_fit`` (or ``fit``) call, as in
+        :func:`~sklearn_ext.tree_cross_validate`: arrays of length
+        ``n_samples`` (``sample_weight``, the ``labeled`` mask of
+        :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`) are restricted to
+        the rows fed.
 
     Attributes
     ----------
@@ -157,6 +164,7 @@ class TreeCVObjective:
         report: str | None = "running_mean",
         n_jobs: int | None = None,
         random_state=None,
+        fit_params: Mapping[str, Any] | None = None,
     ) -> None:
         _check_params_spec(params, estimator)
         if not isinstance(backend, str) or backend not in METHODS:
@@ -184,13 +192,19 @@ class TreeCVObjective:
         self.report = report
         self.n_jobs = n_jobs
         self.random_state = random_state
+        if fit_params is not None and not isinstance(fit_params, Mapping):
+            raise TypeError(
+                "The 'fit_params' parameter of TreeCVObjective must be a dict or "
+                f"None. Got {fit_params!r} instead."
+            )
+        self.fit_params = dict(fit_params or {})
         rng = check_random_state(random_state)
         self._seed = int(rng.randint(0, 2**31 - 1))
         self.fold_plan_: FoldPlan = make_fold_plan(
             cv,
             self.X,
             self.y,
-            classifier=is_classifier(estimator),
+            classifier=stratifies(estimator),
             random_state=rng,
         )
         self._warned_fallback = False
@@ -245,6 +259,7 @@ class TreeCVObjective:
                 scoring=self.scoring,
                 method=method,
                 n_jobs=self.n_jobs,
+                fit_params=self.fit_params,
                 leaf_callback=progress,
             )
         except optuna.TrialPruned:

@@ -7,31 +7,19 @@ import time
 
 import numpy as np
 from joblib import effective_n_jobs
-from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.utils import check_array, check_random_state
 
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import cached_features, draw_weights
-from sklearn_ext.anomaly._ssad import SemiSupervisedAnomalyDetector, training_labels
+from sklearn_ext.anomaly._ssad import (
+    SemiSupervisedAnomalyDetector,
+    auroc,
+    training_labels,
+)
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult, LeafTable
 
-__all__ = ["NativeSSADTreeBackend", "auroc"]
-
-
-def auroc(positive: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve by the rank-sum (Mann-Whitney) formula.
-
-    Ties get their average rank, so the value equals
-    :func:`sklearn.metrics.roc_auc_score`. Returns NaN when ``positive`` holds
-    a single class.
-    """
-    n_pos = int(np.count_nonzero(positive))
-    n_neg = positive.shape[0] - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(scores)
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+__all__ = ["NativeSSADTreeBackend"]
 
 
 class NativeSSADTreeBackend(Backend):

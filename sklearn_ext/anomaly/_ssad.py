@@ -6,8 +6,8 @@ from numbers import Integral, Real
 
 import joblib
 import numpy as np
+from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, OutlierMixin
-from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -15,10 +15,25 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import cached_features, draw_weights
 
-__all__ = ["SemiSupervisedAnomalyDetector", "training_labels"]
+__all__ = ["SemiSupervisedAnomalyDetector", "auroc", "training_labels"]
 
 #: Rows per batch of the prefix-sharing first epoch (``cache``).
 _PREFIX_BATCH_SIZE = 1024
+
+
+def auroc(positive: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve by the rank-sum (Mann-Whitney) formula.
+
+    Ties get their average rank, so the value equals
+    :func:`sklearn.metrics.roc_auc_score` up to rounding. Returns NaN when
+    ``positive`` holds a single class.
+    """
+    n_pos = int(np.count_nonzero(positive))
+    n_neg = positive.shape[0] - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def training_labels(y, labeled, n_samples: int, owner: str) -> np.ndarray:
@@ -52,10 +67,13 @@ def training_labels(y, labeled, n_samples: int, owner: str) -> np.ndarray:
         raise ValueError(f"y must be a 1d array of labels; got shape {y.shape}.")
     if y.shape[0] != n_samples:
         raise ValueError(f"y has {y.shape[0]} labels but X has {n_samples} samples.")
-    values = np.unique(y) if y.dtype.kind in "biuf" else np.unique(y.astype(object))
-    bad = [v for v in values.tolist() if v not in (-1, 0, 1)]
-    if y.dtype.kind == "f" and np.isnan(y).any():
-        bad = [*bad, float("nan")] if not any(b != b for b in bad) else bad
+    if y.dtype.kind in "biuf":
+        bad = [v for v in np.unique(y).tolist() if v not in (-1, 0, 1)]
+    else:
+        bad = sorted(
+            {v for v in y.tolist() if not (isinstance(v, Real) and v in (-1, 0, 1))},
+            key=repr,
+        )
     if bad:
         raise ValueError(
             f"y of {owner} must contain only the labels +1 (normal), -1 (anomaly) "
@@ -475,7 +493,26 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
                 "The AUROC needs rows of both classes (+1 and -1) in y; got only "
                 f"{np.unique(y[keep]).tolist()}."
             )
-        return float(roc_auc_score(y[keep] > 0, self.decision_function(X[keep])))
+        return auroc(y[keep] > 0, self.decision_function(X[keep]))
+
+    def fit_predict(self, X, y=None, labeled=None):
+        """Fit the detector on ``X`` and return :meth:`predict` of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows.
+        y : array-like of shape (n_samples,), default=None
+            Labels: +1 normal, -1 anomaly, 0 unlabelled.
+        labeled : array-like of bool of shape (n_samples,), default=None
+            Which labels of ``y`` training may see.
+
+        Returns
+        -------
+        y_pred : ndarray of int of shape (n_samples,)
+            +1 for normal rows, -1 for anomalies.
+        """
+        return self.fit(X, y, labeled=labeled).predict(X)
 
     def objective(self, X, y=None, labeled=None) -> float:
         """The training objective :math:`J` of the current model on ``X``.
