@@ -111,15 +111,21 @@ class NativeSSADTreeBackend(Backend):
             model._sync_attributes()
             return model
 
+        if native_score:
+            # Each fold's labelled test rows and which of them are normal.
+            test_rows = []
+            for fold in range(k):
+                rows = plan.sample_order[plan.bounds[fold] : plan.bounds[fold + 1]]
+                rows = np.ascontiguousarray(rows[y_true[rows] != 0], dtype=np.intp)
+                test_rows.append((rows, y_true[rows] > 0, np.empty(rows.shape[0])))
+
         def on_leaf(fold, state):
             fold = int(fold)
             tic = time.perf_counter()
             if native_score:
-                rows = plan.sample_order[plan.bounds[fold] : plan.bounds[fold + 1]]
-                rows = np.ascontiguousarray(rows[y_true[rows] != 0], dtype=np.intp)
-                decision = np.empty(rows.shape[0])
+                rows, positive, decision = test_rows[fold]
                 _ssad.decision_subset(state, phi, rows, decision)
-                leaf_scores = {"score": auroc(y_true[rows] > 0, decision)}
+                leaf_scores = {"score": auroc(positive, decision)}
                 leaf_score_time = time.perf_counter() - tic
             model = None
             if not native_score or task.return_estimator:
