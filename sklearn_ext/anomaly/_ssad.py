@@ -167,10 +167,11 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the random features and of the shuffling. With an int, the
-        features of the training data are kept in a bounded in-process cache
-        (256 MiB, least recently used out) keyed by a digest of ``X`` and
-        ``(gamma, n_components, random_state)``, so fits that differ only in
-        ``eta_u``, ``eta_l`` or ``kappa`` compute them once.
+        features of the rows passed to :meth:`fit` and :meth:`partial_fit` are
+        kept in a bounded in-process cache (256 MiB, least recently used out)
+        keyed by a digest of ``X`` and ``(gamma, n_components, random_state)``,
+        so fits that differ only in ``eta_u``, ``eta_l`` or ``kappa`` (or
+        standard CV feeding the same chunk to several folds) compute them once.
     cache : "memory", PrefixCache or None, default=None
         Share training prefixes between fits (e.g. the folds of a search with
         ``cv=TreeCVSplitter(k)``): with ``shuffle=False`` the first pass of
@@ -405,7 +406,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         if first_call:
             self._draw_features(X.shape[1])
             self._state = _ssad.new_state(int(self.n_components))
-        phi = self._features(X)
+        phi = self._features(X, cached=True)
         self._feed(phi, y_train, np.arange(X.shape[0], dtype=np.intp))
         self.n_iter_ = 1
         self._sync_attributes()
