@@ -1,5 +1,6 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches."""
 
+from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
@@ -22,6 +23,7 @@ __all__ = [
     "FoldPlan",
     "LeafResult",
     "LeafTable",
+    "NativeSSADTreeBackend",
     "NativeTreeBackend",
     "PrefixCache",
     "StratifiedTreeCVSplitter",
