@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -44,6 +45,20 @@ def covtype_binary(seed: int = 0, n_samples: int | None = None):
     return np.ascontiguousarray(X[order]), t[order]
 
 
+@functools.lru_cache(maxsize=1)
+def _forestcover_rows():
+    """Classes 2 and 4 of Covertype, 10 features standardised (read-only, cached)."""
+    with np.load(require("covtype.npz")) as data:
+        keep = np.isin(data["y"], (2, 4))
+        X = data["X"][keep, :10].astype(np.float64)
+        y = np.where(data["y"][keep] == 2, 1, -1)
+    X -= X.mean(axis=0)
+    X /= X.std(axis=0)
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return X, y
+
+
 def forestcover_anomaly(
     n: int | None = None, label_fraction: float = 0.05, random_state: int = 0
 ):
@@ -67,12 +82,7 @@ def forestcover_anomaly(
         raise ValueError(
             f"label_fraction must be in [0, 1]; got {label_fraction!r} instead."
         )
-    with np.load(require("covtype.npz")) as data:
-        keep = np.isin(data["y"], (2, 4))
-        X = data["X"][keep, :10].astype(np.float64)
-        y = np.where(data["y"][keep] == 2, 1, -1)
-    X -= X.mean(axis=0)
-    X /= X.std(axis=0)
+    X, y = _forestcover_rows()
     rng = np.random.RandomState(random_state)
     order = rng.permutation(len(y))
     if n is not None:

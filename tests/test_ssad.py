@@ -525,3 +525,38 @@ def test_state_layout():
     state = _ssad.new_state(7)
     assert state.shape == (_ssad.OFFSET + 7,)
     assert state[1] == 1.0 and not state[[0, 2, 3]].any()
+
+
+# -- the ForestCover loader of the benchmarks ----------------------------------------
+def _benchmark_data():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import _data
+    finally:
+        sys.path.pop(0)
+    if not (_data.data_dir() / "covtype.npz").is_file():
+        pytest.skip("covtype.npz (the project's shared data) is absent")
+    return _data
+
+
+def test_forestcover_anomaly_loader():
+    data = _benchmark_data()
+    X, y, labeled = data.forestcover_anomaly()
+    assert X.shape == (286_048, 10)
+    assert np.sum(y == -1) == 2_747 and np.sum(y == 1) == 283_301
+    assert_allclose(X.mean(axis=0), 0.0, atol=1e-10)
+    assert_allclose(X.std(axis=0), 1.0)
+    assert abs(labeled.mean() - 0.05) < 0.005
+    X2, y2, labeled2 = data.forestcover_anomaly(2_000, label_fraction=0.2)
+    assert X2.shape == (2_000, 10) and np.sum(y2 == -1) == 19
+    assert abs(labeled2.mean() - 0.2) < 0.05
+    again = data.forestcover_anomaly(2_000, label_fraction=0.2)
+    assert_array_equal(again[0], X2)
+    assert_array_equal(again[2], labeled2)
+    with pytest.raises(ValueError, match="label_fraction must be in"):
+        data.forestcover_anomaly(label_fraction=1.5)
+    with pytest.raises(ValueError, match="n must be in"):
+        data.forestcover_anomaly(1)
