@@ -445,6 +445,18 @@ def test_native_tree_bad_fit_params_and_missing_labels():
     assert np.all(np.isfinite(result["test_score"]))
 
 
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_fold_without_anomalies_raises(engine, monkeypatch):
+    from sklearn.model_selection import KFold
+
+    X, y, _ = _data()
+    order = np.argsort(y, kind="stable")  # Anomalies first: later folds lack them.
+    if engine == "python":
+        monkeypatch.setattr(choice, "TREE_BACKENDS", (PythonTreeBackend,))
+    with pytest.raises(ValueError, match=r"both classes \(\+1 and -1\) in y"):
+        tree_cross_validate(_detector(), X[order], y[order], cv=KFold(5))
+
+
 def test_labeled_mask_routed_through_tree_cross_validate():
     X, y, labeled = _data()
     with_mask = tree_cross_validate(

@@ -125,7 +125,16 @@ class NativeSSADTreeBackend(Backend):
             if native_score:
                 rows, positive, decision = test_rows[fold]
                 _ssad.decision_subset(state, phi, rows, decision)
-                leaf_scores = {"score": auroc(positive, decision)}
+                value = auroc(positive, decision)
+                if np.isnan(value):
+                    # As the detector's own score does.
+                    raise ValueError(
+                        "The AUROC needs rows of both classes (+1 and -1) in y; "
+                        f"got only {np.unique(y_true[rows]).tolist()} in the "
+                        f"held-out rows of fold {fold}. Use fewer folds or a "
+                        "stratified splitter."
+                    )
+                leaf_scores = {"score": value}
                 leaf_score_time = time.perf_counter() - tic
             model = None
             if not native_score or task.return_estimator:
