@@ -329,11 +329,14 @@ def run_subtree(
                 fed = 0
                 train = 0.0
                 with gil:
-                    try:
-                        leaf_callback(s, levels_arr[b])
-                    except BaseException as exc:
-                        error = exc
-                        stop[0] = 1
+                    # Another worker may have stopped the run while this one
+                    # waited for the GIL: no leaf is reported after a stop.
+                    if stop[0] == 0:
+                        try:
+                            leaf_callback(s, levels_arr[b])
+                        except BaseException as exc:
+                            error = exc
+                            stop[0] = 1
                 continue
             # Internal node: the left child (s, mid) trains on a copy in b + 1.
             tic = now()
