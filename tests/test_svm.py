@@ -83,10 +83,14 @@ def test_multiclass_matches_svc_ovo(loader):
         ours = AlphaSeededSVC(C=2.0, gamma=0.1, decision_function_shape=shape).fit(X, y)
         assert_array_equal(svc.predict(X), ours.predict(X))
         assert_allclose(svc.decision_function(X), ours.decision_function(X), atol=1e-2)
+    # At tol=1e-3 two SMO solvers may stop at slightly different points of the
+    # optimal face; solved tightly, the one-vs-one dual solutions coincide.
+    svc = SVC(C=2.0, gamma=0.1, tol=1e-7).fit(X, y)
+    ours = AlphaSeededSVC(C=2.0, gamma=0.1, tol=1e-7).fit(X, y)
     assert_array_equal(svc.n_support_, ours.n_support_)
     assert_array_equal(svc.support_, ours.support_)
-    assert_allclose(svc.dual_coef_, ours.dual_coef_, atol=1e-2 * svc.C)
-    assert_allclose(svc.intercept_, ours.intercept_, atol=1e-2)
+    assert_allclose(svc.dual_coef_, ours.dual_coef_, atol=1e-3 * svc.C)
+    assert_allclose(svc.intercept_, ours.intercept_, atol=1e-3)
 
 
 def test_multiclass_cv_matches_svc():
@@ -156,8 +160,14 @@ def test_kernels_agree_across_forms(binary_data):
     lru = AlphaSeededSVC(C=2.0, gamma=0.1, cache_size=0.05).fit(X, y)
     for other in (pre, fun, lru):
         assert_allclose(other.objective_, ref.objective_, rtol=1e-6)
-    assert_array_equal(pre.predict(K), ref.predict(X))
-    assert_array_equal(fun.predict(X), ref.predict(X))
+    # The kernel forms round differently, so SMO takes slightly different paths to
+    # tol=1e-3: decision values agree to that order, predictions away from the
+    # boundary exactly.
+    decision = ref.decision_function(X)
+    clear = np.abs(decision) > 1e-2
+    for other, inputs in ((pre, K), (fun, X), (lru, X)):
+        assert_allclose(other.decision_function(inputs), decision, atol=1e-2)
+        assert_array_equal(other.predict(inputs)[clear], ref.predict(X)[clear])
 
 
 def test_kernel_store_lru_matches_dense(binary_data):

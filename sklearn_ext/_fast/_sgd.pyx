@@ -600,15 +600,18 @@ def run_subtree(
                 score_time[s] = now() - tic
                 if call:
                     with gil:
-                        try:
-                            t0 = now()
-                            leaf_callback(
-                                s, levels_arr[b], n_fed[s], fit_time[s], scores[s]
-                            )
-                            score_time[s] += now() - t0
-                        except BaseException as exc:
-                            error = exc
-                            stop[0] = 1
+                        # Another worker may have stopped the run while this one
+                        # waited for the GIL: no leaf is reported after a stop.
+                        if stop[0] == 0:
+                            try:
+                                t0 = now()
+                                leaf_callback(
+                                    s, levels_arr[b], n_fed[s], fit_time[s], scores[s]
+                                )
+                                score_time[s] += now() - t0
+                            except BaseException as exc:
+                                error = exc
+                                stop[0] = 1
                 continue
             # Internal node: the left child (s, mid) trains on a copy in b + 1.
             tic = now()
