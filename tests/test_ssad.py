@@ -415,15 +415,24 @@ def test_native_tree_leaf_callback_streams_and_stops():
 
     calls = []
 
-    def stop(leaf):
-        calls.append(leaf)
-        raise Stop
+    def stop_at_third(leaf):
+        calls.append(leaf.fold)
+        if len(calls) == 3:
+            raise Stop
 
-    with pytest.raises(Stop):
-        tree_cross_validate(
-            _detector(), X, y, cv=8, fit_params={"labeled": labeled}, leaf_callback=stop
-        )
-    assert len(calls) == 1
+    for n_jobs in (None, 2):
+        calls.clear()
+        with pytest.raises(Stop):
+            tree_cross_validate(
+                _detector(),
+                X,
+                y,
+                cv=16,
+                n_jobs=n_jobs,
+                fit_params={"labeled": labeled},
+                leaf_callback=stop_at_third,
+            )
+        assert len(calls) == 3
 
 
 def test_native_tree_bad_fit_params_and_missing_labels():

@@ -142,6 +142,8 @@ class NativeSSADTreeBackend(Backend):
             if not native_score:
                 leaf_scores, leaf_score_time = task.score(model, fold)
             with lock:
+                if stop[0]:
+                    return  # Another worker's leaf stopped the run meanwhile.
                 extra_fed, extra_time = pending.pop(fold, (0, 0.0))
                 scores[fold] = leaf_scores.get("score", np.nan)
                 score_time[fold] = leaf_score_time
@@ -159,7 +161,11 @@ class NativeSSADTreeBackend(Backend):
                 )
                 results.append(leaf)
                 if task.on_leaf is not None:
-                    task.on_leaf(leaf)
+                    try:
+                        task.on_leaf(leaf)
+                    except BaseException:
+                        stop[0] = 1  # Before the lock is released.
+                        raise
 
         def subtree(node, state):
             return _ssad.run_subtree(
