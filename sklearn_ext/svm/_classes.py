@@ -73,6 +73,11 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         Start the next :meth:`fit` on data of the same size from this fit's
         alphas.
+    kernel_dtype : {"float64", "float32"}, default="float64"
+        Precision of the stored kernel matrix. ``"float32"`` halves its memory,
+        so a matrix twice as large fits in ``cache_size``; the solver still
+        accumulates its gradient in float64, and the solution differs from the
+        float64 one only by the rounding of the kernel values.
 
     Attributes
     ----------
@@ -131,6 +136,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, -1, None, closed="left")],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "warm_start": ["boolean"],
+        "kernel_dtype": [StrOptions({"float64", "float32"})],
     }
 
     def __init__(
@@ -148,6 +154,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         max_iter=-1,
         decision_function_shape="ovr",
         warm_start=False,
+        kernel_dtype="float64",
     ):
         self.C = C
         self.kernel = kernel
@@ -161,6 +168,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.decision_function_shape = decision_function_shape
         self.warm_start = warm_start
+        self.kernel_dtype = kernel_dtype
 
     # -- fitting -----------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -193,9 +201,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 f"{n_classes} class"
             )
         gamma = self._resolve_gamma(X)
-        store = KernelStore(
-            X, self.kernel, gamma, self.degree, self.coef0, self.cache_size
-        )
+        store = self._kernel_store(X, gamma)
         c_by_class = self._class_C(y_enc, n_classes)
         rows = np.arange(X.shape[0], dtype=np.intp)
         starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
@@ -241,6 +247,17 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if self.kernel == "precomputed" and sp.issparse(X):
             X = X.toarray()
         return X, y
+
+    def _kernel_store(self, X, gamma) -> KernelStore:
+        return KernelStore(
+            X,
+            self.kernel,
+            gamma,
+            self.degree,
+            self.coef0,
+            self.cache_size,
+            dtype=np.dtype(self.kernel_dtype),
+        )
 
     def _resolve_gamma(self, X) -> float:
         if isinstance(self.gamma, str):

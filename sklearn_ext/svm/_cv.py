@@ -113,9 +113,7 @@ def run_folds(
     # gamma="scale" is computed once on the whole data set so that all folds
     # share one kernel (per fold it differs by O(1/k) of the variance).
     gamma = model._resolve_gamma(X)
-    store = KernelStore(
-        X, model.kernel, gamma, model.degree, model.coef0, model.cache_size
-    )
+    store = model._kernel_store(X, gamma)
     rng = np.random.default_rng(random_state)
     n = X.shape[0]
     everything = np.ones(n, dtype=bool)
