@@ -188,10 +188,18 @@ class WarmStartStore:
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = scale(X)
     >>> store = WarmStartStore()
-    >>> cold = AlphaSeededSVC(C=1.0, warm_start_store=store).fit(X, y)
+    >>> _ = AlphaSeededSVC(C=1.0, warm_start_store=store).fit(X, y)
     >>> warm = AlphaSeededSVC(C=2.0, warm_start_store=store).fit(X, y)
-    >>> store.n_hits, bool(warm.n_iter_[0] < cold.n_iter_[0])
-    (1, True)
+    >>> cold = AlphaSeededSVC(C=2.0).fit(X, y)
+    >>> warm.warm_start_C_, bool(warm.n_iter_[0] < cold.n_iter_[0])
+    (array([1.]), True)
+
+    At ``C=100`` no alpha reaches its bound, so every larger ``C`` is free:
+
+    >>> _ = AlphaSeededSVC(C=100.0, warm_start_store=store).fit(X, y)
+    >>> big = AlphaSeededSVC(C=1000.0, warm_start_store=store).fit(X, y)
+    >>> big.warm_start_skipped_, big.n_iter_
+    (array([ True]), array([0]))
     """
 
     def __init__(
