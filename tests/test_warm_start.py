@@ -8,9 +8,17 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_classification
+from sklearn.model_selection import ParameterGrid
 from sklearn.preprocessing import scale
 
-from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore, alpha_seeded_cv
+from sklearn_ext import TreeCVSearchCV
+from sklearn_ext.model_selection._search import warm_start_order
+from sklearn_ext.svm import (
+    AlphaSeededSVC,
+    WarmStartStore,
+    alpha_seeded_cv,
+    svm_c_path_cv,
+)
 
 CS = [0.25, 1.0, 4.0, 16.0, 64.0]
 
@@ -195,3 +203,60 @@ def test_threads_share_one_store(noisy):
         cold = AlphaSeededSVC(C=model.C, gamma=0.2).fit(X, y)
         assert_allclose(model.objective_, cold.objective_, rtol=1e-3)
     assert len(store) == 8 and store.n_hits + store.n_misses == 8
+
+
+def test_c_path_matches_separate_cv_runs(separable):
+    X, y = separable
+    Cs = [64.0, 1.0, 16.0, 4.0]  # any order; run by increasing C
+    res = svm_c_path_cv(AlphaSeededSVC(), X, y, Cs, gammas=[0.05, 0.2], cv=5)
+    assert [p["C"] for p in res["params"]] == Cs * 2
+    assert [p["gamma"] for p in res["params"]] == [0.05] * 4 + [0.2] * 4
+    assert list(res["param_C"]) == Cs * 2
+    total_cold = 0
+    for i, params in enumerate(res["params"]):
+        cold = alpha_seeded_cv(AlphaSeededSVC(**params), X, y, cv=5, seeding="none")
+        total_cold += cold["n_iter"].sum()
+        splits = [res[f"split{f}_test_score"][i] for f in range(5)]
+        assert np.mean(np.isclose(splits, cold["test_score"])) >= 0.8
+        assert abs(res["mean_test_score"][i] - cold["test_score"].mean()) <= 0.02
+    assert res["n_iter"].sum() < 0.75 * total_cold
+    assert res["warm_start_skips"].sum() > 0
+    # The smallest C of each gamma starts cold, the others mostly from the store
+    # (a fold may prefer the previous fold's seed, with a lower objective).
+    assert res["warm_start_hits"][1] == 0 and res["warm_start_hits"][5] == 0
+    assert np.all(res["warm_start_hits"][[0, 2, 3, 4, 6, 7]] >= 3)
+    best = int(np.argmin(res["rank_test_score"]))
+    assert res["mean_test_score"][best] == res["mean_test_score"].max()
+
+
+def test_c_path_bad_input(noisy):
+    X, y = noisy
+    with pytest.raises(ValueError, match="'Cs' parameter of svm_c_path_cv"):
+        svm_c_path_cv(AlphaSeededSVC(), X, y, [1.0, 0.0])
+    with pytest.raises(ValueError, match="'Cs' parameter of svm_c_path_cv"):
+        svm_c_path_cv(AlphaSeededSVC(), X, y, [])
+    with pytest.raises(ValueError, match="'gammas' parameter of svm_c_path_cv"):
+        svm_c_path_cv(AlphaSeededSVC(), X, y, [1.0], gammas=[-1.0])
+
+
+def test_search_orders_candidates_by_C(separable):
+    X, y = separable
+    store = WarmStartStore()
+    grid = {"C": [64.0, 1.0, 16.0, 4.0], "gamma": [0.05]}
+    order = warm_start_order(
+        AlphaSeededSVC(warm_start_store=store), list(ParameterGrid(grid))
+    )
+    assert order == [1, 3, 2, 0]
+    assert warm_start_order(AlphaSeededSVC(), list(ParameterGrid(grid))) == [0, 1, 2, 3]
+    search = TreeCVSearchCV(AlphaSeededSVC(warm_start_store=store), grid, cv=5).fit(
+        X, y
+    )
+    plain = TreeCVSearchCV(AlphaSeededSVC(), grid, cv=5).fit(X, y)
+    assert [p["C"] for p in search.cv_results_["params"]] == [64.0, 1.0, 16.0, 4.0]
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        plain.cv_results_["mean_test_score"],
+        atol=0.02,
+    )
+    assert store.n_skips > 0 and store.n_hits >= 15
+    assert search.best_params_["C"] in grid["C"]
