@@ -23,7 +23,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 
-from sklearn_ext._fast._smo import update_gradient
+from sklearn_ext._fast._smo import gradient_from_alpha, update_gradient
 from sklearn_ext.svm._solver import PairProblem, repair_equality
 
 __all__ = [
@@ -85,7 +85,9 @@ class StoredSolution:
 
     ``alpha`` and ``G`` (the gradient ``Q alpha - 1``) run over the problem's
     rows in their order; ``at_bound`` says whether any alpha sits at its upper
-    bound ``C_i``.
+    bound ``C_i``. A solution read from a file another process wrote is not
+    ``trusted``: it only seeds, its gradient is recomputed from its alphas and
+    SMO checks it (0 iterations when it is optimal), never the exact skip.
     """
 
     C: float
@@ -94,6 +96,7 @@ class StoredSolution:
     rho: float
     objective: float
     at_bound: bool
+    trusted: bool = True
 
     @classmethod
     def from_problem(cls, C: float, problem: PairProblem) -> StoredSolution:
@@ -336,9 +339,11 @@ class WarmStartStore:
 
 def _choose(solutions: dict[float, StoredSolution], C: float):
     """The exact skip if one applies, else the nearest ``C`` in log scale."""
-    if C in solutions:
+    if C in solutions and solutions[C].trusted:
         return solutions[C], True
-    free_below = [c for c, s in solutions.items() if c < C and not s.at_bound]
+    free_below = [
+        c for c, s in solutions.items() if c < C and not s.at_bound and s.trusted
+    ]
     if free_below:
         return solutions[max(free_below)], True
     # Ties go to the smaller C, whose clipped alphas need no repair.
@@ -441,6 +446,16 @@ def seed_from_store(
             f"{solution.alpha.shape[0]} variables; the problem has "
             f"{problem.alpha.shape[0]}."
         )
+    if not solution.trusted:
+        alpha = np.array(solution.alpha)
+        if scale:
+            alpha *= float(C) / solution.C
+        repair_equality(alpha, problem.y, problem.C)
+        problem.alpha = alpha
+        problem.G = gradient_from_alpha(
+            kernel_store.columns, problem.idx, problem.y, alpha
+        )
+        return problem
     G = np.array(solution.G)
     if skip:
         problem.alpha, problem.G = np.array(solution.alpha), G
