@@ -80,8 +80,14 @@ class FoldSolution:
     def accuracy(self, test_rows, y_test) -> float:
         """Accuracy on global rows ``test_rows``, reading the kernel store."""
         model = self.model
-        K = self.store.block(test_rows, model._support_rows)
-        return float(np.mean(model._vote(model._ovo_from_kernel(K)) == y_test))
+        dec = np.empty((len(test_rows), len(model._pair_coefs)))
+        for p, (cols, coef) in enumerate(
+            zip(model._pair_columns, model._pair_coefs, strict=True)
+        ):
+            # Gathered in the pair's own column order: no copy of a wide block.
+            K = self.store.block(test_rows, model._support_rows[cols])
+            dec[:, p] = K @ coef - model._rho[p]
+        return float(np.mean(model._vote(dec) == y_test))
 
 
 def run_folds(
