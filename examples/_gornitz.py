@@ -1,0 +1,517 @@
+"""Shared pieces of the Görnitz-style grid examples (``gornitz_*.py``).
+
+The semi-supervised anomaly detector of Görnitz, Kloft, Rieck and Brefeld (JAIR
+2013) has four hyperparameters: the slack weights ``eta_u`` (unlabelled rows)
+and ``eta_l`` (labelled rows), the margin weight ``kappa`` and the RBF kernel
+width ``gamma``. Ten values each make the 10^4-point grid of the TreeCV paper.
+This module holds the grid, the command-line options every script shares, the
+storage, a grid sampler that resumes after an interruption, a progress printer,
+the estimate of what standard 10-fold CV would cost, and the printouts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+from optuna.samplers import GridSampler
+from optuna.trial import TrialState
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _forestcover import AnomalyData, load_anomaly_data  # noqa: E402
+
+from sklearn_ext import SemiSupervisedAnomalyDetector, tree_cross_validate  # noqa: E402
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+#: Ten values per hyperparameter, half a decade apart (10 x 10 x 10 x 10 points).
+GRID: dict[str, list[float]] = {
+    "eta_u": [0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0],
+    "eta_l": [0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0],
+    "kappa": [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0],
+    "gamma": [3e-5, 1e-4, 3e-4, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0],
+}
+#: Folds of every cross-validation.
+N_FOLDS = 10
+#: Settings of ``--quick``: a 2 x 2 x 2 x 2 grid on 2,000 rows.
+QUICK_GRID_SIZE = 2
+QUICK_N = 2_000
+
+
+def grid(size: int = 10) -> dict[str, list[float]]:
+    """``size`` values per hyperparameter, spread evenly over :data:`GRID`.
+
+    Examples
+    --------
+    >>> grid(2)["gamma"]
+    [3e-05, 1.0]
+    """
+    if not 1 <= size <= 10:
+        raise ValueError(f"size must be in [1, 10]. Got {size!r} instead.")
+    picks = np.unique(np.round(np.linspace(0, 9, size)).astype(int))
+    return {name: [values[i] for i in picks] for name, values in GRID.items()}
+
+
+def grid_points(space: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
+    """Every point of the grid, as parameter dicts."""
+    names = sorted(space)
+    return [
+        dict(zip(names, values, strict=True))
+        for values in itertools.product(*map(space.get, names))
+    ]
+
+
+def search_space(space: Mapping[str, Sequence[float]]) -> dict[str, FloatDistribution]:
+    """Log-uniform distributions spanning the grid (for ``TreeCVObjective``)."""
+    return {
+        name: FloatDistribution(min(values), max(values), log=True)
+        for name, values in space.items()
+    }
+
+
+def make_estimator(seed: int = 0) -> SemiSupervisedAnomalyDetector:
+    """The learner every script tunes: 100 random Fourier features, seeded so
+    the features of each kernel width are computed once and cached."""
+    return SemiSupervisedAnomalyDetector(n_components=100, random_state=seed)
+
+
+# -- command line ------------------------------------------------------------------
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def make_parser(description: str) -> argparse.ArgumentParser:
+    """The options every Görnitz script takes."""
+    parser = argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--n",
+        type=_positive_int,
+        default=None,
+        help="rows of the stratified ForestCover sample (default 20000, or "
+        f"{QUICK_N} with --quick)",
+    )
+    parser.add_argument(
+        "--grid-size",
+        type=_positive_int,
+        default=None,
+        help="values per hyperparameter, 1..10 (10: the 10^4-point grid; "
+        f"default 10, or {QUICK_GRID_SIZE} with --quick)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a {QUICK_GRID_SIZE}^4-point grid on {QUICK_N} rows, for a smoke test",
+    )
+    parser.add_argument(
+        "--storage",
+        default="sqlite:///gornitz.db",
+        help="Optuna storage: sqlite:///PATH, another SQLAlchemy URL "
+        "(postgresql://, mysql://...), journal:PATH (JournalFileStorage) or "
+        "memory (nothing kept)",
+    )
+    parser.add_argument("--study-name", default=None, help="study name")
+    parser.add_argument(
+        "--data",
+        default=None,
+        help="covtype.npz (default: $OPTUNA_TREECV_DATA or "
+        "../shared/data/covtype.npz relative to the repository; the synthetic "
+        "stand-in, with a notice, when that is missing)",
+    )
+    parser.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="use the synthetic stand-in instead of ForestCover",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seeds data, folds, learner"
+    )
+    parser.add_argument(
+        "--all-attrs",
+        action="store_true",
+        help="store TreeCVObjective's attributes one by one (some 18 storage "
+        "writes per trial) instead of the per-fold details in one 'cv' attribute",
+    )
+    parser.add_argument(
+        "--sample-standard",
+        type=int,
+        default=20,
+        metavar="M",
+        help="grid points timed with standard 10-fold CV to extrapolate its cost "
+        "(0: skip)",
+    )
+    return parser
+
+
+STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Fill the ``--quick`` defaults and reject bad values (exit status 2)."""
+    if args.n is None:
+        args.n = QUICK_N if args.quick else 20_000
+    if args.grid_size is None:
+        args.grid_size = QUICK_GRID_SIZE if args.quick else 10
+    if args.grid_size > 10:
+        parser.error(f"--grid-size must be in [1, 10]; got {args.grid_size}")
+    if args.n < 20 * N_FOLDS:
+        parser.error(
+            f"--n must be at least {20 * N_FOLDS} (every one of the {N_FOLDS} "
+            f"folds needs normal rows and anomalies); got {args.n}"
+        )
+    if args.sample_standard < 0:
+        parser.error(f"--sample-standard must be >= 0; got {args.sample_standard}")
+    storage = args.storage
+    if storage != "memory" and not storage.startswith("journal:"):
+        scheme = storage.split(":", 1)[0].split("+", 1)[0]
+        if "://" not in storage or scheme not in STORAGE_SCHEMES:
+            parser.error(
+                f"--storage must be sqlite:///PATH, a SQLAlchemy URL "
+                f"({', '.join(s + '://' for s in STORAGE_SCHEMES[1:])}), "
+                f"journal:PATH or memory; got {storage!r}"
+            )
+    if args.study_name is None:
+        args.study_name = f"gornitz-n{args.n}-g{args.grid_size}" + (
+            "-synthetic" if args.synthetic else ""
+        )
+
+
+def load_data(args: argparse.Namespace) -> AnomalyData:
+    """The data the options ask for (exit status 2 when ``--data`` is missing)."""
+    try:
+        data = load_anomaly_data(
+            args.data, args.n, synthetic=args.synthetic, random_state=args.seed
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if "synthetic" in data.source and not args.synthetic:
+        args.synthetic = True
+        args.study_name += (
+            "" if args.study_name.endswith("-synthetic") else "-synthetic"
+        )
+    n_anomalies = int(np.sum(data.y < 0))
+    if n_anomalies < N_FOLDS:
+        print(
+            f"error: the sample holds {n_anomalies} anomalies, fewer than the "
+            f"{N_FOLDS} folds; use a larger --n",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    return data
+
+
+def open_storage(url: str):
+    """An Optuna storage for ``url``; SQLite in WAL mode with ``synchronous=NORMAL``.
+
+    A trial makes some 25 small writes (parameters, per-fold attributes,
+    state); with SQLite's default ``synchronous=FULL`` each waits for the disk.
+    WAL with ``NORMAL`` keeps every committed trial across a crash of the
+    process (only an OS crash or power cut can lose the last commits), which is
+    what resuming needs, at a fraction of the cost.
+    """
+    if url == "memory":
+        return optuna.storages.InMemoryStorage()
+    if url.startswith("journal:"):
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        return JournalStorage(JournalFileBackend(url[len("journal:") :]))
+    storage = optuna.storages.RDBStorage(url)
+    if url.startswith("sqlite"):
+        import sqlalchemy
+
+        def _pragmas(connection, _record) -> None:
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        sqlalchemy.event.listen(storage.engine, "connect", _pragmas)
+        storage.engine.dispose()  # Reconnect with the pragmas.
+    return storage
+
+
+# -- the grid sampler ---------------------------------------------------------------
+class ResumableGridSampler(GridSampler):
+    """Optuna's :class:`~optuna.samplers.GridSampler` with in-process bookkeeping.
+
+    Two changes for a 10^4-point grid in a persistent storage:
+
+    - **Linear cost.** The stock sampler (Optuna 5.0) lists all trials of the
+      study and compares their stored search spaces after every trial, a cost
+      growing with the number of trials (quadratic over the grid). This one
+      reads the study once and then keeps the set of finished grid points in
+      memory, updated in ``after_trial``.
+    - **Resuming.** A grid point is done only when a trial with its parameters
+      is ``COMPLETE``. The stock sampler also counts ``FAIL`` trials as
+      visited, so the point of a trial interrupted by Ctrl-C would never be
+      evaluated. Here such points are evaluated again by the next run.
+
+    Grid points are identified by their parameter values (nothing extra is
+    written to the storage), visited in an order shuffled by ``seed``. One
+    process per study (threads of ``optimize(n_jobs=...)`` included).
+    """
+
+    def __init__(
+        self, search_space: Mapping[str, Sequence[Any]], seed: int = 0
+    ) -> None:
+        super().__init__(search_space, seed=seed)
+        self.points = grid_points(search_space)
+        self._names = sorted(search_space)
+        self._index = {self._key(p): i for i, p in enumerate(self.points)}
+        self._order = np.random.RandomState(seed).permutation(len(self.points))
+        self._next = 0
+        self._done: set[int] | None = None
+        self._running: dict[int, int] = {}  # trial number -> grid point
+        self._lock = threading.Lock()
+
+    def _key(self, params: Mapping[str, Any]) -> tuple:
+        return tuple(float(params[name]) for name in self._names)
+
+    def point_index(self, params: Mapping[str, Any]) -> int | None:
+        """The grid point of ``params``, or None when they are not on the grid."""
+        try:
+            return self._index.get(self._key(params))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def done(self, study: optuna.Study) -> set[int]:
+        """Grid points with a ``COMPLETE`` trial in ``study``."""
+        with self._lock:
+            if self._done is None:
+                self._done = set()
+                for trial in study.get_trials(
+                    deepcopy=False, states=(TrialState.COMPLETE,)
+                ):
+                    index = self.point_index(trial.params)
+                    if index is not None:
+                        self._done.add(index)
+            return set(self._done)
+
+    def n_remaining(self, study: optuna.Study) -> int:
+        """Grid points still to evaluate."""
+        return len(self.points) - len(self.done(study))
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.done(study)
+        with self._lock:
+            busy = self._done | set(self._running.values())
+            index = None
+            while self._next < len(self._order):
+                candidate = int(self._order[self._next])
+                self._next += 1
+                if candidate not in busy:
+                    index = candidate
+                    break
+            if index is None:  # Everything done or running: repeat one still running.
+                left = sorted(set(range(len(self.points))) - self._done)
+                index = left[0] if left else 0
+            self._running[trial.number] = index
+
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        return {}
+
+    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
+        with self._lock:
+            index = self._running.get(trial.number)
+        if index is None:
+            raise ValueError(
+                f"Trial {trial.number} was not started by this ResumableGridSampler "
+                "(enqueued trials must fix every parameter)."
+            )
+        return self.points[index][param_name]
+
+    def after_trial(self, study, trial, state, values) -> None:
+        with self._lock:
+            index = self._running.pop(trial.number, None)
+            if index is not None and state == TrialState.COMPLETE:
+                self._done.add(index)
+            if self._done is not None and len(self._done) == len(self.points):
+                study.stop()
+
+
+# -- fewer storage writes per trial ---------------------------------------------------
+#: Attributes of ``TreeCVObjective`` kept as attributes of their own.
+SUMMARY_ATTRS = ("mean_test_score", "std_test_score", "stderr_test_score")
+
+
+class _CompactTrial:
+    """A trial seen through a proxy that holds back the per-fold attributes."""
+
+    def __init__(self, trial) -> None:
+        self._trial = trial
+        self.held: dict[str, Any] = {}
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        if key in SUMMARY_ATTRS:
+            self._trial.set_user_attr(key, value)
+        else:
+            self.held[key] = value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trial, name)
+
+
+class CompactAttrs:
+    """Wrap an objective so each trial stores its CV details in ONE attribute.
+
+    ``TreeCVObjective`` sets some 18 user attributes per trial (the score of
+    each fold, times, rows fed, backend), and every ``set_user_attr`` is a
+    transaction of its own in an RDB storage (about 1 ms in SQLite). Over
+    10^4 trials that is minutes, more than the CV itself. This wrapper keeps
+    ``mean_test_score``, ``std_test_score`` and ``stderr_test_score`` (what
+    :func:`optuna_treecv.select_trial` reads) as they are and stores the rest
+    as one dict attribute, ``cv`` (``trial.user_attrs["cv"]["split3_test_score"]``).
+    """
+
+    def __init__(self, objective) -> None:
+        self.objective = objective
+
+    def __call__(self, trial):
+        proxy = _CompactTrial(trial)
+        try:
+            return self.objective(proxy)
+        finally:
+            if proxy.held:
+                trial.set_user_attr("cv", proxy.held)
+
+
+# -- progress -----------------------------------------------------------------------
+class ProgressPrinter:
+    """An ``optimize`` callback printing one line every ``every`` trials (and at
+    the end): points done, rate, time left, best so far. No dependency; readable
+    in a log file (``nohup ... > log``), unlike a redrawn bar."""
+
+    def __init__(self, total: int, start: int = 0, every: int | None = None) -> None:
+        self.total = total
+        self.count = start
+        self.start = start
+        self.every = every or max(1, total // 100)
+        self.tic = time.perf_counter()
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if trial.state != TrialState.COMPLETE:
+            return
+        self.count += 1
+        if (self.count - self.start) % self.every and self.count != self.total:
+            return
+        elapsed = time.perf_counter() - self.tic
+        rate = (self.count - self.start) / elapsed
+        left = (self.total - self.count) / rate if rate > 0 else math.inf
+        best = study.best_value
+        bar = "#" * int(30 * self.count / self.total)
+        print(
+            f"[{bar:<30}] {self.count:>6,}/{self.total:,} points  "
+            f"{rate:6.1f}/s  {elapsed:7.1f} s  ~{left:6.0f} s left  "
+            f"best AUROC {best:.4f}",
+            flush=True,
+        )
+
+
+# -- standard CV, timed on a sample of grid points -----------------------------------
+def time_standard_cv(
+    data: AnomalyData,
+    points: Sequence[Mapping[str, float]],
+    cv,
+    m: int,
+    seed: int = 0,
+) -> dict[str, float] | None:
+    """Mean seconds of one 10-fold CV with ``method="standard"`` and with TreeCV.
+
+    ``m`` grid points drawn at random are each cross-validated both ways on
+    the same folds ``cv``, the features of their kernel width cached first
+    (as they are in all but 10 of the grid's 10^4 runs). Standard CV trains
+    each fold's model by ``partial_fit`` on its 9 training chunks (the
+    same single ordered pass over the same rows that TreeCV makes), so the
+    two produce the same models; only the sharing differs.
+    """
+    if m <= 0:
+        return None
+    rng = np.random.RandomState(seed)
+    picks = rng.choice(len(points), size=min(m, len(points)), replace=False)
+    times = {"standard": [], "treecv": []}
+    for i in picks:
+        estimator = make_estimator(seed).set_params(**points[i])
+        # Untimed first runs fill the feature caches of both methods.
+        for timed in (False, True):
+            for method in ("treecv", "standard"):
+                tic = time.perf_counter()
+                tree_cross_validate(
+                    estimator,
+                    data.X,
+                    data.y,
+                    cv=cv,
+                    method=method,
+                    fit_params={"labeled": data.labeled},
+                )
+                if timed:
+                    times[method].append(time.perf_counter() - tic)
+    standard = float(np.mean(times["standard"]))
+    treecv = float(np.mean(times["treecv"]))
+    return {"m": len(picks), "standard": standard, "treecv": treecv}
+
+
+# -- printouts ----------------------------------------------------------------------
+def describe_grid(space: Mapping[str, Sequence[float]]) -> str:
+    n = math.prod(len(v) for v in space.values())
+    lines = [f"grid: {n:,} points ({' x '.join(str(len(v)) for v in space.values())})"]
+    for name, values in space.items():
+        lines.append(f"  {name:<6} {', '.join(f'{v:g}' for v in values)}")
+    return "\n".join(lines)
+
+
+def print_best(params: Mapping[str, float], score: float, label: str = "best") -> None:
+    settings = ", ".join(f"{name}={params[name]:g}" for name in sorted(params))
+    print(f"{label}: mean 10-fold AUROC {score:.4f} at {settings}")
+
+
+def print_times(
+    seconds: float,
+    n_points: int,
+    standard: dict[str, float] | None,
+    *,
+    what: str = "this run",
+) -> None:
+    """The measured time and the extrapolated time of standard 10-fold CV."""
+    print(
+        f"time: {seconds:.1f} s ({seconds / 60:.1f} min) for {n_points:,} "
+        f"grid points with 10-fold TreeCV, {what}; "
+        f"{1e3 * seconds / max(n_points, 1):.1f} ms per point"
+    )
+    if standard is None:
+        return
+    total = standard["standard"] * n_points
+    print(
+        f"standard 10-fold CV: {1e3 * standard['standard']:.1f} ms per grid point "
+        f"(TreeCV alone {1e3 * standard['treecv']:.1f} ms), measured on "
+        f"{standard['m']} random grid points; EXTRAPOLATED to {n_points:,} points: "
+        f"{total:.0f} s ({total / 60:.1f} min) of CV alone, no storage or "
+        f"sampler time; {total / seconds:.1f}x the measured time"
+    )
+
+
+def load_average() -> str:
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # Not on every platform.
+        return "load average unknown"
