@@ -271,3 +271,58 @@ def test_two_worker_processes_share_warm_starts(tmp_path):
     later = sorted(trials, key=lambda t: t.number)[1:]
     assert all(t.user_attrs["warm_start_hits"] > 0 for t in later)
     assert all(isinstance(t.user_attrs["warm_start_seed"], float) for t in later)
+
+
+def test_forged_solutions_only_seed(data, tmp_path):
+    from optuna.artifacts import download_artifact
+
+    from optuna_treecv._warm_start import ARTIFACT_ATTR
+    from sklearn_ext.svm._warm_start import StoredSolution
+
+    X, y = data
+    study = _study_with([2.0])
+    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
+    )
+    study.optimize(objective, n_trials=1)
+    good = tmp_path / "good.npz"
+    download_artifact(
+        artifact_store=store.artifact_store,
+        file_path=str(good),
+        artifact_id=study.trials[0].user_attrs[ARTIFACT_ATTR],
+    )
+    forged = []
+    for k, (slot, data_hash, solution) in enumerate(read_solutions(str(good))):
+        # Wrong alphas and gradient claiming no bound (a skip), or a wrong length.
+        alpha = solution.alpha * 5 + 0.3 if k % 2 == 0 else solution.alpha[:-1]
+        lie = StoredSolution(
+            C=solution.C,
+            alpha=alpha,
+            G=np.zeros_like(alpha),
+            rho=0.0,
+            objective=0.0,
+            at_bound=False,
+        )
+        forged.append((slot, data_hash, lie))
+    write_solutions(str(tmp_path / "forged.npz"), forged)
+    other = _study_with([])
+    trial = other.ask()
+    artifact_id = upload_artifact(
+        artifact_store=store.artifact_store,
+        file_path=str(tmp_path / "forged.npz"),
+        study_or_trial=trial,
+    )
+    trial.set_user_attr(ARTIFACT_ATTR, artifact_id)
+    other.tell(trial, 0.5)
+    reader = ArtifactWarmStartStore(tmp_path / "artifacts", other)
+    assert reader.sync() == 1
+    session = reader.session()
+    model = AlphaSeededSVC(C=4.0, gamma=0.05, warm_start_store=session)
+    warm = alpha_seeded_cv(model, X, y, cv=objective.fold_plan_)
+    cold = alpha_seeded_cv(
+        AlphaSeededSVC(C=4.0, gamma=0.05), X, y, cv=objective.fold_plan_
+    )
+    assert session.n_skips == 0 and session.n_hits > 0
+    for a, b in zip(warm["objective"], cold["objective"], strict=True):
+        assert_allclose(a, b, rtol=1e-3)

@@ -240,7 +240,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 repair_equality(alpha, y_pm, C)
                 G = None
             problem = PairProblem(a, b, idx, y_pm, C, alpha, G)
-            found = keys.lookup(rows, a, b) if starts is None else None
+            found = keys.lookup(rows, a, b, idx.shape[0]) if starts is None else None
             seeds.append(keys.solve(store, problem, found, rows))
             problems.append(problem)
         self._set_model(problems, X, gamma, n_classes)
@@ -521,11 +521,15 @@ class _StoreKeys:
     def slot(self, rows, a, b) -> tuple:
         return (self.kernel, rows_fingerprint(rows), int(a), int(b))
 
-    def lookup(self, rows, a, b):
+    def lookup(self, rows, a, b, n_variables):
         """``(StoredSolution, skip)`` to start from, or ``None``."""
         if self.store is None:
             return None
-        return self.store.lookup(self.slot(rows, a, b), self.data, self.C)
+        found = self.store.lookup(self.slot(rows, a, b), self.data, self.C)
+        if found is not None and found[0].alpha.shape != (n_variables,):
+            # Only a foreign file can get here (the key hashes the rows).
+            return None
+        return found
 
     def seed(self, kernel_store, problem, found) -> None:
         """Start ``problem`` from ``found``, a ``(StoredSolution, skip)`` pair."""

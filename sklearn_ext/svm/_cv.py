@@ -150,7 +150,7 @@ def run_folds(
             C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
             # A solution of this very fold at a nearby C beats the previous
             # fold's at this C: same rows, and possibly an exact skip.
-            found = keys.lookup(rows, a, b)
+            found = keys.lookup(rows, a, b, idx.shape[0])
             problem = PairProblem(
                 a,
                 b,
