@@ -3,15 +3,18 @@
 :class:`TreeCVObjective` scores a scikit-learn estimator by k-fold
 cross-validation in each trial (TreeCV for ``partial_fit`` learners), reporting
 after every fold so that pruners stop bad trials early; :func:`select_trial`
-and :func:`refit_estimator` turn the study into a deployable model.
+and :func:`refit_estimator` turn the study into a deployable model;
+:class:`ArtifactWarmStartStore` shares kernel SVM warm starts between workers.
 """
 
 from optuna_treecv._objective import TreeCVObjective, suggest_params
 from optuna_treecv._refit import refit_estimator, select_trial
+from optuna_treecv._warm_start import ArtifactWarmStartStore
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ArtifactWarmStartStore",
     "TreeCVObjective",
     "refit_estimator",
     "select_trial",

@@ -19,6 +19,7 @@ from optuna.distributions import (
 )
 from optuna.pruners import WilcoxonPruner
 from sklearn.base import clone
+from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
 from sklearn_ext.model_selection import FoldPlan, choose_backend
@@ -30,6 +31,8 @@ from sklearn_ext.model_selection._validation import (
     stratifies,
     tree_cross_validate,
 )
+from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore
+from sklearn_ext.svm._cv import as_alpha_seeded
 
 if TYPE_CHECKING:
     from optuna.trial import BaseTrial
@@ -106,6 +109,14 @@ class TreeCVObjective:
         ``n_samples`` (``sample_weight``, the ``labeled`` mask of
         :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`) are restricted to
         the rows fed.
+    warm_start_store : WarmStartStore, default=None
+        For a kernel SVM (:class:`~sklearn_ext.svm.AlphaSeededSVC` or
+        :class:`sklearn.svm.SVC`, run by the ``alpha_seeding`` backend): a
+        :class:`~sklearn_ext.svm.WarmStartStore` shared by all trials (threads
+        of ``study.optimize(n_jobs=...)`` included), so that each fold starts
+        from its solution at the nearest ``C`` an earlier trial finished, or is
+        skipped exactly. An :class:`~optuna_treecv.ArtifactWarmStartStore`
+        also shares them between worker processes through an artifact store.
 
     Attributes
     ----------
@@ -123,7 +134,11 @@ class TreeCVObjective:
     ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
     reports included) and ``backend``. A pruned trial records the folds it
     finished, with ``n_samples_fed`` and the times so far. (Extra attribute:
-    ``fold_order`` with ``report="per_fold"``.)
+    ``fold_order`` with ``report="per_fold"``.) With ``warm_start_store``:
+    ``warm_start_seed`` (the stored ``C`` the trial's folds started from, the
+    most frequent one, or ``None``), ``warm_start_hits`` (lookups that found a
+    stored solution) and ``warm_start_skips`` (problems solved by the exact
+    skip).
 
     The objective returns the mean test score, or ``(mean, std)`` when the
     study has two directions (e.g. ``directions=["maximize", "minimize"]``).
@@ -165,6 +180,7 @@ class TreeCVObjective:
         n_jobs: int | None = None,
         random_state=None,
         fit_params: Mapping[str, Any] | None = None,
+        warm_start_store: WarmStartStore | None = None,
     ) -> None:
         _check_params_spec(params, estimator)
         if not isinstance(backend, str) or backend not in METHODS:
@@ -198,6 +214,18 @@ class TreeCVObjective:
                 f"None. Got {fit_params!r} instead."
             )
         self.fit_params = dict(fit_params or {})
+        if warm_start_store is not None:
+            if not isinstance(warm_start_store, WarmStartStore):
+                raise TypeError(
+                    "The 'warm_start_store' parameter of TreeCVObjective must be a "
+                    f"WarmStartStore or None. Got {warm_start_store!r} instead."
+                )
+            if not (isinstance(estimator, AlphaSeededSVC) or type(estimator) is SVC):
+                raise ValueError(
+                    "TreeCVObjective(warm_start_store=...) needs an AlphaSeededSVC "
+                    f"or a sklearn.svm.SVC; got {type(estimator).__name__}."
+                )
+        self.warm_start_store = warm_start_store
         rng = check_random_state(random_state)
         self._seed = int(rng.randint(0, 2**31 - 1))
         self.fold_plan_: FoldPlan = make_fold_plan(
@@ -238,6 +266,10 @@ class TreeCVObjective:
             estimator.set_params(**params)
         except ValueError as exc:
             raise ValueError(f"Cannot set params {params!r}: {exc}") from None
+        session = None
+        if self.warm_start_store is not None:
+            session = self.warm_start_store.session()
+            estimator = as_alpha_seeded(estimator).set_params(warm_start_store=session)
         method = self._method(estimator)
         backend_name = choose_backend(estimator, method).name
 
@@ -264,6 +296,7 @@ class TreeCVObjective:
             )
         except optuna.TrialPruned:
             progress.record(trial, backend_name, time.perf_counter() - tic)
+            _record_warm_start(trial, session)
             raise
         # Fold j of the run is fold folds[j] of the base plan.
         scores = np.empty(plan.n_splits)
@@ -283,6 +316,10 @@ class TreeCVObjective:
         )
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
+        _record_warm_start(trial, session)
+        publish = getattr(self.warm_start_store, "publish", None)
+        if publish is not None:
+            publish(trial, session)
         return (mean, std) if multi else mean
 
     def _method(self, estimator) -> str:
@@ -350,6 +387,18 @@ class _Progress:
         trial.set_user_attr("score_time", self.score_time)
         trial.set_user_attr("cv_time", wall_time)
         trial.set_user_attr("backend", backend)
+
+
+def _record_warm_start(trial: BaseTrial, session) -> None:
+    if session is None:
+        return
+    seed = None
+    if session.seed_Cs:
+        values, counts = np.unique(session.seed_Cs, return_counts=True)
+        seed = float(values[np.argmax(counts)])
+    trial.set_user_attr("warm_start_seed", seed)
+    trial.set_user_attr("warm_start_hits", int(session.n_hits))
+    trial.set_user_attr("warm_start_skips", int(session.n_skips))
 
 
 def _stderr(scores: np.ndarray) -> float:

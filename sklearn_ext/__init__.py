@@ -22,7 +22,12 @@ from sklearn_ext.model_selection import (
     one_standard_error_rule,
     tree_cross_validate,
 )
-from sklearn_ext.svm import AlphaSeededSVC, alpha_seeded_cv
+from sklearn_ext.svm import (
+    AlphaSeededSVC,
+    WarmStartStore,
+    alpha_seeded_cv,
+    svm_c_path_cv,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -39,7 +44,9 @@ __all__ = [
     "TreeCVEstimator",
     "TreeCVSearchCV",
     "TreeCVSplitter",
+    "WarmStartStore",
     "alpha_seeded_cv",
     "one_standard_error_rule",
+    "svm_c_path_cv",
     "tree_cross_validate",
 ]

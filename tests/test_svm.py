@@ -309,3 +309,33 @@ def test_cv_class_weight_matches_svc():
     for fold, (train, test) in enumerate(cv.split(X, y)):
         svc = SVC(**params).fit(X[train], y[train])
         assert result["test_score"][fold] == pytest.approx(svc.score(X[test], y[test]))
+
+
+def test_float32_kernel_store_matches_float64(binary_data):
+    X, y = binary_data
+    store64 = KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=200)
+    store32 = KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=200, dtype=np.float32)
+    assert store32.is_dense and store32.columns.dense32_matrix.dtype == np.float32
+    assert store32.columns.dense32_matrix.nbytes * 2 == store64.nbytes
+    rows, cols = np.arange(0, 240, 7), np.arange(3, 240, 11)
+    assert_allclose(store32.block(rows, cols), store64.block(rows, cols), rtol=1e-6)
+    # Half the memory: a budget too small for float64 still holds float32.
+    budget = 1.5 * 8 * 240 * 240 / 2 / 2**20
+    assert not KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=budget).is_dense
+    assert KernelStore(
+        X, "rbf", 0.3, 3, 0.0, cache_size=budget, dtype=np.float32
+    ).is_dense
+    ref = AlphaSeededSVC(C=10.0, gamma=0.1).fit(X, y)
+    got = AlphaSeededSVC(C=10.0, gamma=0.1, kernel_dtype="float32").fit(X, y)
+    assert_array_equal(got.predict(X), ref.predict(X))
+    assert_allclose(got.objective_, ref.objective_, rtol=1e-3)
+    cold = alpha_seeded_cv(AlphaSeededSVC(C=10.0, gamma=0.1), X, y, cv=4)
+    warm = alpha_seeded_cv(
+        AlphaSeededSVC(C=10.0, gamma=0.1, kernel_dtype="float32"), X, y, cv=4
+    )
+    for a, b in zip(cold["objective"], warm["objective"], strict=True):
+        assert_allclose(b, a, rtol=1e-3)
+    with pytest.raises(ValueError, match="'kernel_dtype' parameter of AlphaSeededSVC"):
+        AlphaSeededSVC(kernel_dtype="float16").fit(X, y)
+    with pytest.raises(ValueError, match="'dtype' parameter of KernelStore"):
+        KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=200, dtype=np.int32)

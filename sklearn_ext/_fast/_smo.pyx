@@ -26,14 +26,19 @@ cdef double TAU = 1e-12
 cdef class KernelColumns:
     """Full-length kernel columns by global sample index.
 
-    Either a dense ``(n, n)`` float64 matrix or an LRU cache of ``n_slots``
-    columns; a missing column is computed by ``compute(g)``, a Python callable
-    returning the ``n`` kernel values ``K(x_g, x_j)`` as float64.
+    Either a dense ``(n, n)`` float64 matrix, or an LRU cache of ``n_slots``
+    float64 columns filled on a miss: from a dense symmetric float32 matrix
+    ``dense32`` (row ``g`` converted, half the memory of the float64 matrix),
+    or by ``compute(g)``, a Python callable returning the ``n`` kernel values
+    ``K(x_g, x_j)`` as float64. The solver always reads float64 columns.
     """
 
     cdef public object dense_matrix
     cdef public object slots_matrix
     cdef const double[:, ::1] dense
+    cdef const float[:, ::1] dense32
+    cdef public object dense32_matrix
+    cdef bint has_dense32
     cdef double[:, ::1] slots
     cdef Py_ssize_t[::1] slot_of
     cdef Py_ssize_t[::1] owner
@@ -45,11 +50,22 @@ cdef class KernelColumns:
     cdef public long long n_computed
     cdef object compute
 
-    def __init__(self, Py_ssize_t n, dense=None, compute=None, Py_ssize_t n_slots=0):
+    def __init__(
+        self,
+        Py_ssize_t n,
+        dense=None,
+        compute=None,
+        Py_ssize_t n_slots=0,
+        dense32=None,
+    ):
         self.n = n
         self.clock = 0
         self.n_computed = 0
         self.compute = compute
+        self.has_dense32 = dense32 is not None
+        if self.has_dense32:
+            self.dense32_matrix = dense32
+            self.dense32 = dense32
         if dense is not None:
             self.is_dense = True
             self.dense_matrix = dense
@@ -83,8 +99,14 @@ cdef class KernelColumns:
                 s = k
         if self.owner[s] >= 0:
             self.slot_of[self.owner[s]] = -1
-        values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
-        self.slots_matrix[s, :] = values
+        if self.has_dense32:
+            # The matrix is symmetric: row g is column g, contiguous.
+            with nogil:
+                for k in range(self.n):
+                    self.slots[s, k] = self.dense32[g, k]
+        else:
+            values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
+            self.slots_matrix[s, :] = values
         self.n_computed += 1
         self.owner[s] = g
         self.slot_of[g] = s

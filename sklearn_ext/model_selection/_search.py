@@ -41,6 +41,12 @@ class TreeCVSearchCV(BaseSearchCV):
     ``rank_test_score``, ``params``, ``param_<name>``, fit and score times) plus
     ``n_samples_fed``.
 
+    For a kernel SVM holding a :class:`~sklearn_ext.svm.WarmStartStore`
+    (``AlphaSeededSVC(warm_start_store=...)``), candidates that differ only in
+    ``C`` run by increasing ``C``, each fold starting from its solution at the
+    previous ``C`` (or skipped exactly); ``cv_results_`` keeps the candidates'
+    own order.
+
     Parameters
     ----------
     estimator : estimator object
@@ -219,9 +225,10 @@ class TreeCVSearchCV(BaseSearchCV):
             np.unique(y) if is_classifier(self.estimator) and y is not None else None
         )
         parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
-        outcomes = parallel(
+        order = warm_start_order(self.estimator, candidates)
+        ordered = parallel(
             delayed(_evaluate_candidate)(
-                clone(self.estimator).set_params(**params),
+                clone(self.estimator).set_params(**candidates[i]),
                 X,
                 y,
                 plan,
@@ -231,8 +238,11 @@ class TreeCVSearchCV(BaseSearchCV):
                 fit_params,
                 self.error_score,
             )
-            for params in candidates
+            for i in order
         )
+        outcomes = [None] * len(candidates)
+        for i, outcome in zip(order, ordered, strict=True):
+            outcomes[i] = outcome
         self.multimetric_ = multimetric
         self.n_splits_ = plan.n_splits
         self.cv_results_ = _results_table(
@@ -270,6 +280,38 @@ class TreeCVSearchCV(BaseSearchCV):
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
         return self
+
+
+def warm_start_order(estimator, candidates: list[dict]) -> list[int]:
+    """The order to run ``candidates`` in: by increasing ``C`` within each group.
+
+    Only for an estimator with a ``warm_start_store`` (a parameter named so,
+    nested ones included): candidates that differ only in a parameter named
+    ``C`` (or ``*__C``) then run from the smallest ``C`` up, so that each
+    starts from the previous solution and the exact skip can apply. Groups
+    keep the order of their first candidate; otherwise the order is unchanged.
+    """
+    params = estimator.get_params() if hasattr(estimator, "get_params") else {}
+    has_store = any(
+        (name == "warm_start_store" or name.endswith("__warm_start_store"))
+        and value is not None
+        for name, value in params.items()
+    )
+    if not has_store:
+        return list(range(len(candidates)))
+
+    def is_C(name: str) -> bool:
+        return name == "C" or name.endswith("__C")
+
+    first: dict[str, int] = {}
+    keys = []
+    for i, candidate in enumerate(candidates):
+        rest = repr(sorted((k, repr(v)) for k, v in candidate.items() if not is_C(k)))
+        first.setdefault(rest, i)
+        Cs = [v for k, v in candidate.items() if is_C(k)]
+        C = float(Cs[0]) if Cs and isinstance(Cs[0], numbers.Real) else 0.0
+        keys.append((first[rest], C, i))
+    return [key[2] for key in sorted(keys)]
 
 
 def _evaluate_candidate(

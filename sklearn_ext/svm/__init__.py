@@ -3,6 +3,16 @@
 from sklearn_ext.svm._classes import AlphaSeededSVC
 from sklearn_ext.svm._cv import alpha_seeded_cv
 from sklearn_ext.svm._kernel_store import KernelStore
+from sklearn_ext.svm._path import svm_c_path_cv
 from sklearn_ext.svm._seeding import SEEDINGS
+from sklearn_ext.svm._warm_start import WarmStartSession, WarmStartStore
 
-__all__ = ["SEEDINGS", "AlphaSeededSVC", "KernelStore", "alpha_seeded_cv"]
+__all__ = [
+    "SEEDINGS",
+    "AlphaSeededSVC",
+    "KernelStore",
+    "WarmStartSession",
+    "WarmStartStore",
+    "alpha_seeded_cv",
+    "svm_c_path_cv",
+]

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import (
     _ovr_decision_function,
@@ -22,6 +22,13 @@ from sklearn_ext.svm._solver import (
     repair_equality,
     solve_pair,
     warn_not_converged,
+)
+from sklearn_ext.svm._warm_start import (
+    StoredSolution,
+    data_fingerprint,
+    kernel_fingerprint,
+    rows_fingerprint,
+    seed_from_store,
 )
 
 __all__ = ["AlphaSeededSVC"]
@@ -73,6 +80,17 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         Start the next :meth:`fit` on data of the same size from this fit's
         alphas.
+    kernel_dtype : {"float64", "float32"}, default="float64"
+        Precision of the stored kernel matrix. ``"float32"`` halves its memory,
+        so a matrix twice as large fits in ``cache_size``; the solver still
+        accumulates its gradient in float64, and the solution differs from the
+        float64 one only by the rounding of the kernel values.
+    warm_start_store : WarmStartStore or None, default=None
+        A :class:`~sklearn_ext.svm.WarmStartStore` shared by fits at other
+        values of ``C`` (and by the ``alpha_seeding`` CV backend, fold by fold):
+        a fit starts from the stored solution at the nearest ``C``, or is
+        skipped exactly when a smaller ``C`` left no alpha at its bound, and
+        stores its own solution. Clones share the store.
 
     Attributes
     ----------
@@ -92,6 +110,11 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         SMO iterations of each one-vs-one problem.
     objective_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Dual objective value of each problem.
+    warm_start_C_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        The ``C`` of the stored solution each problem started from (NaN for
+        none), with ``warm_start_store``.
+    warm_start_skipped_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Whether the stored solution was optimal as it was (no SMO run).
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -131,6 +154,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, -1, None, closed="left")],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "warm_start": ["boolean"],
+        "kernel_dtype": [StrOptions({"float64", "float32"})],
+        "warm_start_store": [HasMethods(["lookup", "put", "kernel_store"]), None],
     }
 
     def __init__(
@@ -148,6 +173,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         max_iter=-1,
         decision_function_shape="ovr",
         warm_start=False,
+        kernel_dtype="float64",
+        warm_start_store=None,
     ):
         self.C = C
         self.kernel = kernel
@@ -161,6 +188,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.decision_function_shape = decision_function_shape
         self.warm_start = warm_start
+        self.kernel_dtype = kernel_dtype
+        self.warm_start_store = warm_start_store
 
     # -- fitting -----------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -193,13 +222,13 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 f"{n_classes} class"
             )
         gamma = self._resolve_gamma(X)
-        store = KernelStore(
-            X, self.kernel, gamma, self.degree, self.coef0, self.cache_size
-        )
+        keys = _StoreKeys(self, X, y, gamma)
+        store = keys.kernel_store(self, X, gamma)
         c_by_class = self._class_C(y_enc, n_classes)
         rows = np.arange(X.shape[0], dtype=np.intp)
         starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
         problems = []
+        seeds = []
         for p, (a, b) in enumerate(_pairs(n_classes)):
             idx, y_pm = pair_rows(y_enc, rows, a, b)
             C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
@@ -211,16 +240,20 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 repair_equality(alpha, y_pm, C)
                 G = None
             problem = PairProblem(a, b, idx, y_pm, C, alpha, G)
-            solve_pair(
-                store,
-                problem,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                shrinking=self.shrinking,
-            )
+            found = keys.lookup(rows, a, b, idx.shape[0]) if starts is None else None
+            seeds.append(keys.solve(store, problem, found, rows))
             problems.append(problem)
         self._set_model(problems, X, gamma, n_classes)
+        self._set_seeds(seeds)
         return self
+
+    def _set_seeds(self, seeds) -> None:
+        self.warm_start_C_ = np.array(
+            [np.nan if found is None else found[0].C for found in seeds]
+        )
+        self.warm_start_skipped_ = np.array(
+            [found is not None and found[1] for found in seeds], dtype=bool
+        )
 
     def _check_fit_data(self, X, y):
         X, y = validate_data(
@@ -241,6 +274,17 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if self.kernel == "precomputed" and sp.issparse(X):
             X = X.toarray()
         return X, y
+
+    def _kernel_store(self, X, gamma) -> KernelStore:
+        return KernelStore(
+            X,
+            self.kernel,
+            gamma,
+            self.degree,
+            self.coef0,
+            self.cache_size,
+            dtype=np.dtype(self.kernel_dtype),
+        )
 
     def _resolve_gamma(self, X) -> float:
         if isinstance(self.gamma, str):
@@ -447,3 +491,78 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
 
 def _pairs(n_classes: int):
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+
+class _StoreKeys:
+    """How one model's problems are named in its warm-start store, if any."""
+
+    def __init__(self, model, X, y, gamma) -> None:
+        self.model = model
+        self.store = model.warm_start_store
+        self.C = float(model.C)
+        if self.store is None:
+            return
+        self.data = data_fingerprint(X, y)
+        self.kernel = kernel_fingerprint(
+            model.kernel, gamma, model.degree, model.coef0, model.class_weight
+        )
+
+    def kernel_store(self, model, X, gamma) -> KernelStore:
+        if self.store is None:
+            return model._kernel_store(X, gamma)
+        key = (
+            self.data,
+            kernel_fingerprint(model.kernel, gamma, model.degree, model.coef0, None),
+            float(model.cache_size),
+            str(model.kernel_dtype),
+        )
+        return self.store.kernel_store(key, lambda: model._kernel_store(X, gamma))
+
+    def slot(self, rows, a, b) -> tuple:
+        return (self.kernel, rows_fingerprint(rows), int(a), int(b))
+
+    def lookup(self, rows, a, b, n_variables):
+        """``(StoredSolution, skip)`` to start from, or ``None``."""
+        if self.store is None:
+            return None
+        found = self.store.lookup(self.slot(rows, a, b), self.data, self.C)
+        if found is not None and found[0].alpha.shape != (n_variables,):
+            # Only a foreign file can get here (the key hashes the rows).
+            return None
+        return found
+
+    def seed(self, kernel_store, problem, found) -> None:
+        """Start ``problem`` from ``found``, a ``(StoredSolution, skip)`` pair."""
+        solution, skip = found
+        seed_from_store(
+            kernel_store,
+            solution,
+            skip,
+            problem,
+            self.C,
+            scale=bool(getattr(self.store, "scale", False)),
+        )
+        if skip:
+            # Same alphas, same gradient: same bias, no iteration.
+            problem.rho, problem.n_iter, problem.converged = solution.rho, 0, True
+
+    def solve(self, kernel_store, problem, found, rows, *, seeded=False):
+        """Seed ``problem`` from ``found`` (unless ``seeded``), solve, store it."""
+        model = self.model
+        if found is not None and not seeded:
+            self.seed(kernel_store, problem, found)
+        if found is None or not found[1]:
+            solve_pair(
+                kernel_store,
+                problem,
+                tol=model.tol,
+                max_iter=model.max_iter,
+                shrinking=model.shrinking,
+            )
+        if self.store is not None and problem.converged:
+            self.store.put(
+                self.slot(rows, problem.first, problem.second),
+                self.data,
+                StoredSolution.from_problem(self.C, problem),
+            )
+        return found

@@ -11,10 +11,10 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from sklearn_ext.svm._classes import AlphaSeededSVC, _pairs
+from sklearn_ext.svm._classes import AlphaSeededSVC, _pairs, _StoreKeys
 from sklearn_ext.svm._kernel_store import KernelStore
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
-from sklearn_ext.svm._solver import PairProblem, pair_rows, solve_pair
+from sklearn_ext.svm._solver import PairProblem, pair_rows
 
 __all__ = [
     "alpha_seeded_cv",
@@ -74,12 +74,20 @@ class FoldSolution:
     fit_time: float
     n_train: int
     store: KernelStore | None = None
+    warm_start_C: float | None = None
+    warm_start_skips: int = 0
 
     def accuracy(self, test_rows, y_test) -> float:
         """Accuracy on global rows ``test_rows``, reading the kernel store."""
         model = self.model
-        K = self.store.block(test_rows, model._support_rows)
-        return float(np.mean(model._vote(model._ovo_from_kernel(K)) == y_test))
+        dec = np.empty((len(test_rows), len(model._pair_coefs)))
+        for p, (cols, coef) in enumerate(
+            zip(model._pair_columns, model._pair_coefs, strict=True)
+        ):
+            # Gathered in the pair's own column order: no copy of a wide block.
+            K = self.store.block(test_rows, model._support_rows[cols])
+            dec[:, p] = K @ coef - model._rho[p]
+        return float(np.mean(model._vote(dec) == y_test))
 
 
 def run_folds(
@@ -113,9 +121,8 @@ def run_folds(
     # gamma="scale" is computed once on the whole data set so that all folds
     # share one kernel (per fold it differs by O(1/k) of the variance).
     gamma = model._resolve_gamma(X)
-    store = KernelStore(
-        X, model.kernel, gamma, model.degree, model.coef0, model.cache_size
-    )
+    keys = _StoreKeys(model, X, y, gamma)
+    store = keys.kernel_store(model, X, gamma)
     rng = np.random.default_rng(random_state)
     n = X.shape[0]
     everything = np.ones(n, dtype=bool)
@@ -137,38 +144,43 @@ def run_folds(
         fold_model = clone(model)
         c_by_class = fold_model._class_C_for(classes, y_enc[rows])
         problems = []
+        seeds = []
         for p, (a, b) in enumerate(_pairs(n_classes)):
             idx, y_pm = pair_rows(y_enc, rows, a, b)
             C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
-            if previous is None:
-                problem = PairProblem(
-                    a,
-                    b,
-                    idx,
-                    y_pm,
-                    C,
-                    np.zeros(idx.shape[0]),
-                    np.full(idx.shape[0], -1.0),
-                )
-            else:
-                problem = seed_pair(
+            # A solution of this very fold at a nearby C beats the previous
+            # fold's at this C: same rows, and possibly an exact skip.
+            found = keys.lookup(rows, a, b, idx.shape[0])
+            problem = PairProblem(
+                a,
+                b,
+                idx,
+                y_pm,
+                C,
+                np.zeros(idx.shape[0]),
+                np.full(idx.shape[0], -1.0),
+            )
+            if found is not None:
+                keys.seed(store, problem, found)
+            if previous is not None and (found is None or not found[1]):
+                # Of two seeds, start from the one with the lower dual objective.
+                by_fold = seed_pair(
                     store, previous[p], idx, y_pm, C, seeding=seeding, rng=rng
                 )
+                if found is None or by_fold.objective() < problem.objective():
+                    problem, found = by_fold, None
+            seeds.append(found)
             problems.append(problem)
         seed_time = time.perf_counter() - tic
         tic = time.perf_counter()
-        for problem in problems:
-            solve_pair(
-                store,
-                problem,
-                tol=model.tol,
-                max_iter=model.max_iter,
-                shrinking=model.shrinking,
-            )
+        for problem, found in zip(problems, seeds, strict=True):
+            keys.solve(store, problem, found, rows, seeded=True)
         fit_time = time.perf_counter() - tic
         fold_model.classes_ = classes
         fold_model.n_features_in_ = X.shape[1]
         fold_model._set_model(problems, X, gamma, n_classes)
+        fold_model._set_seeds(seeds)
+        seed_Cs = fold_model.warm_start_C_[~np.isnan(fold_model.warm_start_C_)]
         previous = problems
         yield FoldSolution(
             fold=fold,
@@ -179,6 +191,8 @@ def run_folds(
             fit_time=fit_time,
             n_train=int(rows.shape[0]),
             store=store,
+            warm_start_C=float(seed_Cs[0]) if seed_Cs.shape[0] else None,
+            warm_start_skips=int(fold_model.warm_start_skipped_.sum()),
         )
 
 
@@ -244,7 +258,10 @@ def alpha_seeded_cv(
         ``test_score``, ``n_iter`` (total SMO iterations of each fold, all
         one-vs-one problems), ``objective`` (list of per-pair dual objectives),
         ``seed_time``, ``fit_time``, ``score_time`` (arrays of shape
-        ``(n_splits,)``) and ``estimator`` if asked.
+        ``(n_splits,)``) and ``estimator`` if asked. With the estimator's
+        ``warm_start_store``: ``warm_start_seed`` (the stored ``C`` each fold
+        started from, NaN for none) and ``warm_start_skips`` (the fold's
+        one-vs-one problems solved by the exact skip).
 
     Examples
     --------
@@ -281,6 +298,8 @@ def alpha_seeded_cv(
         "fit_time": [],
         "score_time": [],
         "estimator": [],
+        "warm_start_seed": [],
+        "warm_start_skips": [],
     }
     native = is_native_scoring(scoring)
     for solution in run_folds(
@@ -299,10 +318,14 @@ def alpha_seeded_cv(
         out["seed_time"].append(solution.seed_time)
         out["fit_time"].append(solution.fit_time)
         out["estimator"].append(solution.model)
+        seed = solution.warm_start_C
+        out["warm_start_seed"].append(np.nan if seed is None else seed)
+        out["warm_start_skips"].append(solution.warm_start_skips)
     result: dict[str, Any] = {
         key: np.asarray(value)
         for key, value in out.items()
         if key not in ("objective", "estimator")
+        and (model.warm_start_store is not None or not key.startswith("warm_start"))
     }
     result["objective"] = out["objective"]
     if return_estimator:

@@ -86,8 +86,12 @@ class KernelStore:
 
     Entries are addressed by global sample index, so a fold's training set is an
     index array into the store. The full matrix is kept when it fits in
-    ``cache_size`` megabytes (float64), built block by block with GEMM;
-    otherwise an LRU cache of full-length columns computed on demand.
+    ``cache_size`` megabytes, built block by block with GEMM; otherwise an LRU
+    cache of full-length float64 columns computed on demand. With
+    ``dtype=np.float32`` the full matrix takes half the memory (so a matrix
+    twice as large fits the budget); the solver then reads float64 copies of
+    the columns it uses from a small LRU cache (at least 64 columns, beyond the
+    budget), and still accumulates its gradient in float64.
 
     Parameters
     ----------
@@ -100,6 +104,8 @@ class KernelStore:
         Kernel parameters.
     cache_size : float
         Memory budget in megabytes.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of the stored matrix.
 
     Attributes
     ----------
@@ -111,38 +117,65 @@ class KernelStore:
         Whether the whole matrix is held.
     """
 
-    def __init__(self, X, kernel, gamma, degree, coef0, cache_size) -> None:
+    def __init__(
+        self, X, kernel, gamma, degree, coef0, cache_size, dtype=np.float64
+    ) -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise ValueError(
+                "The 'dtype' parameter of KernelStore must be numpy.float64 or "
+                f"numpy.float32. Got {dtype!r} instead."
+            )
         n = X.shape[0]
         self.n_samples = n
+        budget = float(cache_size) * 2**20
         if kernel == "precomputed":
-            K = np.ascontiguousarray(X, dtype=np.float64)
             self.X = None
-            self.columns = KernelColumns(n, dense=K)
-            self.diag = np.ascontiguousarray(np.diag(K))
-            self.is_dense = True
+            self._set_dense(np.ascontiguousarray(X, dtype=self.dtype), budget)
             return
         self.X = X if callable(kernel) else _densify(X)
         if isinstance(self.X, np.ndarray):
             self.X = np.ascontiguousarray(self.X, dtype=np.float64)
         self._sq = None if callable(kernel) else _row_norms_sq(self.X)
-        budget = float(cache_size) * 2**20
-        if callable(kernel) or 8.0 * n * n <= budget:
-            K = np.empty((n, n), dtype=np.float64)
+        if callable(kernel) or self.dtype.itemsize * n * n <= budget:
+            K = np.empty((n, n), dtype=self.dtype)
+            buffer = None
             for start in range(0, n, _BLOCK_ROWS):
                 stop = min(start + _BLOCK_ROWS, n)
-                self._block(slice(start, stop), out=K[start:stop])
-            self.columns = KernelColumns(n, dense=K)
-            self.diag = np.ascontiguousarray(np.diag(K))
-            self.is_dense = True
+                if self.dtype == np.float64:
+                    self._block(slice(start, stop), out=K[start:stop])
+                    continue
+                if buffer is None or buffer.shape[0] != stop - start:
+                    buffer = np.empty((stop - start, n))
+                K[start:stop] = self._block(slice(start, stop), out=buffer)
+            self._set_dense(K, budget)
         else:
             n_slots = max(2, int(budget // (8.0 * n)))
             self.columns = KernelColumns(n, compute=self._column, n_slots=n_slots)
             self.diag = self._diagonal()
             self.is_dense = False
+
+    def _set_dense(self, K, budget) -> None:
+        n = self.n_samples
+        self.is_dense = True
+        self.diag = np.ascontiguousarray(np.diag(K), dtype=np.float64)
+        if K.dtype == np.float64:
+            self.columns = KernelColumns(n, dense=K)
+            return
+        spare = max(budget - K.nbytes, 0.0)
+        n_slots = min(n, max(64, int(spare // (8.0 * max(n, 1)))))
+        self.columns = KernelColumns(n, dense32=K, n_slots=n_slots)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stored matrix or column cache."""
+        columns = self.columns
+        held = [columns.dense_matrix, columns.dense32_matrix, columns.slots_matrix]
+        return int(sum(a.nbytes for a in held if a is not None))
 
     def _block(self, rows, out=None) -> np.ndarray:
         if callable(self.kernel):

@@ -141,14 +141,13 @@ def _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng):
     if leaving.shape[0] == 0:
         return alpha_t
     K_tr = store.block(t_rows, r_rows[leaving])  # columns of the removed SVs
-    for k, r in enumerate(leaving):
-        same = y_t == y_r[r]
-        if np.any(same):
-            sims = np.where(same, K_tr[:, k], -np.inf)
-            q = int(np.argmax(sims))
-        else:
-            q = int(rng.integers(t_rows.shape[0]))
-        alpha_t[q] += alpha_r[r]
+    # Most similar added point of the same label, for all removed SVs at once.
+    same = y_t[:, None] == y_r[leaving][None, :]
+    target = np.argmax(np.where(same, K_tr, -np.inf), axis=0)
+    lonely = ~same.any(axis=0)
+    if np.any(lonely):
+        target[lonely] = rng.integers(t_rows.shape[0], size=int(lonely.sum()))
+    np.add.at(alpha_t, target, alpha_r[leaving])
     return np.minimum(alpha_t, C_t)
 
 

@@ -1,0 +1,483 @@
+"""Cross-C warm starts: dual solutions kept by problem and reused at other C.
+
+A C-SVC problem is fixed by the data, the kernel, the training rows and the
+pair of classes; only ``C`` changes along a C search. The store keeps, for each
+such problem (a *slot*), the solutions found at each ``C``. A new ``C'``
+starts from the nearest stored one: its alphas clipped to ``[0, C']`` with the
+equality constraint repaired (or scaled by ``C'/C``), and its gradient updated
+from the columns of the alphas that moved. When a stored solution at ``C < C'``
+has no alpha at its upper bound it satisfies the KKT conditions of ``C'`` as
+they are (no constraint ``alpha_i <= C`` is active), so the solve is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+
+from sklearn_ext._fast._smo import gradient_from_alpha, update_gradient
+from sklearn_ext.svm._solver import PairProblem, repair_equality
+
+__all__ = [
+    "WarmStartStore",
+    "WarmStartSession",
+    "StoredSolution",
+    "data_fingerprint",
+    "kernel_fingerprint",
+    "rows_fingerprint",
+    "seed_from_store",
+]
+
+
+def _digest(*parts) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            part = np.ascontiguousarray(part)
+            h.update(f"{part.dtype.str}{part.shape}".encode())
+            h.update(part.view(np.uint8).ravel())
+        else:
+            h.update(repr(part).encode())
+        h.update(b"|")
+    return h.hexdigest()
+
+
+def data_fingerprint(X, y) -> str:
+    """A hash of the bytes, shape and dtype of ``X`` (dense or CSR) and ``y``."""
+    y = np.asarray(y)
+    if y.dtype == object:
+        y = np.asarray([str(v) for v in y])
+    if sp.issparse(X):
+        X = X.tocsr()
+        return _digest("csr", X.shape, X.data, X.indices, X.indptr, y)
+    return _digest("dense", np.asarray(X), y)
+
+
+def kernel_fingerprint(kernel, gamma, degree, coef0, class_weight) -> str:
+    """A hash of what fixes the dual problem besides data, rows and ``C``.
+
+    A callable kernel is identified by the object itself, so its solutions are
+    reused only within one process.
+    """
+    if callable(kernel):
+        kernel = f"callable:{getattr(kernel, '__qualname__', '?')}:{id(kernel)}"
+    if isinstance(class_weight, dict):
+        class_weight = sorted((repr(k), float(v)) for k, v in class_weight.items())
+    return _digest(kernel, float(gamma), int(degree), float(coef0), class_weight)
+
+
+def rows_fingerprint(rows: np.ndarray) -> str:
+    """A hash of a problem's global training rows (a fold, or all of them)."""
+    return _digest(np.ascontiguousarray(rows, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class StoredSolution:
+    """One solved pair problem at one ``C``.
+
+    ``alpha`` and ``G`` (the gradient ``Q alpha - 1``) run over the problem's
+    rows in their order; ``at_bound`` says whether any alpha sits at its upper
+    bound ``C_i``. A solution read from a file another process wrote is not
+    ``trusted``: it only seeds, its gradient is recomputed from its alphas and
+    SMO checks it (0 iterations when it is optimal), never the exact skip.
+    """
+
+    C: float
+    alpha: np.ndarray
+    G: np.ndarray
+    rho: float
+    objective: float
+    at_bound: bool
+    trusted: bool = True
+
+    @classmethod
+    def from_problem(cls, C: float, problem: PairProblem) -> StoredSolution:
+        alpha = np.array(problem.alpha, dtype=np.float64)
+        G = np.array(problem.G, dtype=np.float64)
+        for array in (alpha, G):
+            array.setflags(write=False)
+        return cls(
+            C=float(C),
+            alpha=alpha,
+            G=G,
+            rho=float(problem.rho),
+            objective=problem.objective(),
+            at_bound=bool(np.any(alpha >= problem.C)),
+        )
+
+    @property
+    def support(self) -> np.ndarray:
+        """Positions (within the problem's rows) of the nonzero alphas."""
+        return np.flatnonzero(self.alpha > 0)
+
+
+@dataclass
+class _Slot:
+    data: str
+    solutions: dict[float, StoredSolution] = field(default_factory=dict)
+
+
+def _check_C(C) -> float:
+    if (
+        not isinstance(C, Real)
+        or isinstance(C, bool)
+        or not math.isfinite(C)
+        or not C > 0
+    ):
+        raise ValueError(
+            f"The 'C' parameter of a warm start must be a float in the range "
+            f"(0, inf). Got {C!r} instead."
+        )
+    return float(C)
+
+
+class WarmStartStore:
+    """Dual solutions of kernel SVM problems, reused across values of ``C``.
+
+    Shared by :class:`~sklearn_ext.svm.AlphaSeededSVC` fits (pass it as
+    ``warm_start_store``), by the ``alpha_seeding`` CV backend (each fold's
+    solution is stored under its own training rows), by
+    :func:`~sklearn_ext.svm.svm_c_path_cv` and by ``TreeCVObjective`` trials.
+    A problem is identified by the data (a hash of ``X`` and ``y``), the
+    kernel parameters and class weights, the training rows and the pair of
+    classes; for each it keeps the solution at every finished ``C``.
+
+    A new ``C'`` starts from the stored ``C`` nearest in log scale: the alphas
+    clipped to ``[0, C']`` and the equality constraint repaired (``scale=True``
+    multiplies them by ``C'/C`` instead). If a stored ``C < C'`` has no alpha at
+    its upper bound, that solution is optimal for ``C'`` as it is and is
+    returned with 0 iterations (the *exact skip*). Data that changed under the
+    same rows and kernel (a fingerprint mismatch) gives a cold start and a
+    warning, never a wrong seed.
+
+    The store is safe to share between threads (one lock). Copies made by
+    :func:`~sklearn.base.clone` are the store itself, so every clone of an
+    estimator shares it; a pickled store (a process-based joblib backend) is a
+    snapshot, whose later solutions stay in that process (use
+    ``optuna_treecv.ArtifactWarmStartStore`` to share across processes).
+
+    Parameters
+    ----------
+    scale : bool, default=False
+        Seed by scaling the stored alphas by ``C'/C`` instead of clipping them.
+    max_solutions : int, default=100_000
+        Bound on the solutions kept; the oldest problems are dropped first.
+    keep_kernel : bool, default=True
+        Also keep the most recent full float64 kernel matrix, so that runs at
+        other values of ``C`` on the same data and kernel do not rebuild it.
+
+    Attributes
+    ----------
+    n_hits : int
+        Seeds served (skips included).
+    n_skips : int
+        Solves skipped by the exact rule.
+    n_misses : int
+        Lookups that found nothing to seed from.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = scale(X)
+    >>> store = WarmStartStore()
+    >>> _ = AlphaSeededSVC(C=1.0, warm_start_store=store).fit(X, y)
+    >>> warm = AlphaSeededSVC(C=2.0, warm_start_store=store).fit(X, y)
+    >>> cold = AlphaSeededSVC(C=2.0).fit(X, y)
+    >>> warm.warm_start_C_, bool(warm.n_iter_[0] < cold.n_iter_[0])
+    (array([1.]), True)
+
+    At ``C=100`` no alpha reaches its bound, so every larger ``C`` is free:
+
+    >>> _ = AlphaSeededSVC(C=100.0, warm_start_store=store).fit(X, y)
+    >>> big = AlphaSeededSVC(C=1000.0, warm_start_store=store).fit(X, y)
+    >>> big.warm_start_skipped_, big.n_iter_
+    (array([ True]), array([0]))
+    """
+
+    def __init__(
+        self,
+        *,
+        scale: bool = False,
+        max_solutions: int = 100_000,
+        keep_kernel: bool = True,
+    ) -> None:
+        if not isinstance(scale, bool):
+            raise ValueError(
+                "The 'scale' parameter of WarmStartStore must be a bool. Got "
+                f"{scale!r} instead."
+            )
+        if not isinstance(max_solutions, int) or max_solutions < 1:
+            raise ValueError(
+                "The 'max_solutions' parameter of WarmStartStore must be an int "
+                f"in the range [1, inf). Got {max_solutions!r} instead."
+            )
+        self.scale = scale
+        self.max_solutions = max_solutions
+        self.keep_kernel = keep_kernel
+        self._lock = threading.RLock()
+        self._slots: OrderedDict[tuple, _Slot] = OrderedDict()
+        self._n_solutions = 0
+        self._kernel: tuple | None = None
+        self._warned_mismatch = False
+        self.n_hits = 0
+        self.n_skips = 0
+        self.n_misses = 0
+
+    # -- sharing -----------------------------------------------------------------
+    def __deepcopy__(self, memo):
+        return self
+
+    def __copy__(self):
+        return self
+
+    def __getstate__(self):
+        with self._lock:
+            state = self.__dict__.copy()
+        del state["_lock"]
+        state["_kernel"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(n_solutions={self._n_solutions}, "
+            f"n_hits={self.n_hits}, n_skips={self.n_skips})"
+        )
+
+    def __len__(self) -> int:
+        return self._n_solutions
+
+    def session(self) -> WarmStartSession:
+        """A view of this store that counts its own hits and skips."""
+        return WarmStartSession(self)
+
+    # -- solutions ---------------------------------------------------------------
+    def get(self, slot: tuple, data: str, C: float) -> StoredSolution | None:
+        """The stored solution of problem ``slot`` at exactly ``C``, if any."""
+        with self._lock:
+            entry = self._slots.get(slot)
+            if entry is None or entry.data != data:
+                return None
+            return entry.solutions.get(float(C))
+
+    def put(self, slot: tuple, data: str, solution: StoredSolution) -> None:
+        """Keep ``solution`` for problem ``slot`` on data with hash ``data``."""
+        _check_C(solution.C)
+        with self._lock:
+            entry = self._slots.get(slot)
+            if entry is None or entry.data != data:
+                if entry is not None:
+                    self._n_solutions -= len(entry.solutions)
+                entry = self._slots[slot] = _Slot(data)
+            if solution.C not in entry.solutions:
+                self._n_solutions += 1
+            entry.solutions[solution.C] = solution
+            self._slots.move_to_end(slot)
+            while self._n_solutions > self.max_solutions and len(self._slots) > 1:
+                _, old = self._slots.popitem(last=False)
+                self._n_solutions -= len(old.solutions)
+
+    def lookup(
+        self, slot: tuple, data: str, C: float
+    ) -> tuple[StoredSolution, bool] | None:
+        """The solution to start ``C`` from, and whether it is already optimal.
+
+        Returns ``None`` when nothing is stored for ``slot`` or the stored
+        solutions were found on other data (a warning is issued, once).
+        """
+        C = _check_C(C)
+        with self._lock:
+            entry = self._slots.get(slot)
+            if entry is not None and entry.data != data:
+                if not self._warned_mismatch:
+                    self._warned_mismatch = True
+                    warnings.warn(
+                        "The warm-start store holds solutions of this problem "
+                        "computed on different data (fingerprint mismatch); "
+                        "starting cold.",
+                        UserWarning,
+                        stacklevel=3,
+                    )
+                entry = None
+            if entry is None or not entry.solutions:
+                self.n_misses += 1
+                return None
+            found = _choose(entry.solutions, C)
+            self.n_hits += 1
+            self.n_skips += int(found[1])
+            return found
+
+    # -- kernel ------------------------------------------------------------------
+    def kernel_store(self, key: tuple, build):
+        """The kept kernel store for ``key``, or ``build()`` (kept if dense)."""
+        if not self.keep_kernel:
+            return build()
+        with self._lock:
+            if self._kernel is not None and self._kernel[0] == key:
+                return self._kernel[1]
+        store = build()
+        # Only a full float64 matrix is read-only, hence safe to share.
+        if store.columns.dense_matrix is not None:
+            with self._lock:
+                self._kernel = (key, store)
+        return store
+
+
+def _choose(solutions: dict[float, StoredSolution], C: float):
+    """The exact skip if one applies, else the nearest ``C`` in log scale."""
+    if C in solutions and solutions[C].trusted:
+        return solutions[C], True
+    free_below = [
+        c for c, s in solutions.items() if c < C and not s.at_bound and s.trusted
+    ]
+    if free_below:
+        return solutions[max(free_below)], True
+    # Ties go to the smaller C, whose clipped alphas need no repair.
+    nearest = min(solutions, key=lambda c: (abs(math.log(C / c)), c))
+    return solutions[nearest], False
+
+
+class WarmStartSession:
+    """One user's view of a :class:`WarmStartStore`: same solutions, own counts.
+
+    ``TreeCVObjective`` gives each trial a session so that its user attributes
+    count the trial's own hits and skips, whatever other threads do.
+
+    Attributes
+    ----------
+    store : WarmStartStore
+        The shared store.
+    n_hits, n_skips, n_misses : int
+        This session's seeds served, solves skipped, lookups without a seed.
+    seed_Cs : list of float
+        The stored ``C`` each served seed came from.
+    new_solutions : list of (tuple, str, StoredSolution)
+        What this session stored, in order.
+    """
+
+    def __init__(self, store: WarmStartStore) -> None:
+        self.store = store
+        self.scale = store.scale
+        self.n_hits = 0
+        self.n_skips = 0
+        self.n_misses = 0
+        self.seed_Cs: list[float] = []
+        self.new_solutions: list[tuple[tuple, str, StoredSolution]] = []
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __copy__(self):
+        return self
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"WarmStartSession(n_hits={self.n_hits}, n_skips={self.n_skips})"
+
+    def session(self) -> WarmStartSession:
+        return WarmStartSession(self.store)
+
+    def get(self, slot, data, C):
+        return self.store.get(slot, data, C)
+
+    def put(self, slot, data, solution) -> None:
+        self.store.put(slot, data, solution)
+        with self._lock:
+            self.new_solutions.append((slot, data, solution))
+
+    def lookup(self, slot, data, C):
+        found = self.store.lookup(slot, data, C)
+        with self._lock:
+            if found is None:
+                self.n_misses += 1
+            else:
+                self.n_hits += 1
+                self.n_skips += int(found[1])
+                self.seed_Cs.append(found[0].C)
+        return found
+
+    def kernel_store(self, key, build):
+        return self.store.kernel_store(key, build)
+
+
+def seed_from_store(
+    kernel_store,
+    solution: StoredSolution,
+    skip: bool,
+    problem: PairProblem,
+    C: float,
+    *,
+    scale: bool = False,
+) -> PairProblem:
+    """Set ``problem.alpha`` and ``problem.G`` from a stored solution, in place.
+
+    With ``skip`` the stored solution is optimal for ``problem`` (at base
+    ``C``) as it is. Otherwise the alphas are scaled by ``C / solution.C``
+    (``scale``, the gradient rescaled exactly) or kept, then clipped to
+    ``[0, C_i]`` with the equality repaired, and the gradient is updated from
+    the columns of the alphas that moved.
+    """
+    if solution.alpha.shape != problem.alpha.shape:
+        raise ValueError(
+            "A stored warm-start solution has "
+            f"{solution.alpha.shape[0]} variables; the problem has "
+            f"{problem.alpha.shape[0]}."
+        )
+    if not solution.trusted:
+        alpha = np.array(solution.alpha)
+        if scale:
+            alpha *= float(C) / solution.C
+        repair_equality(alpha, problem.y, problem.C)
+        problem.alpha = alpha
+        problem.G = gradient_from_alpha(
+            kernel_store.columns, problem.idx, problem.y, alpha
+        )
+        return problem
+    G = np.array(solution.G)
+    if skip:
+        problem.alpha, problem.G = np.array(solution.alpha), G
+        return problem
+    if scale:
+        ratio = float(C) / solution.C
+        base = solution.alpha * ratio
+        # Q (s a) - e = s (G + e) - e.
+        G = ratio * (G + 1.0) - 1.0
+    else:
+        base = np.array(solution.alpha)
+    alpha = base.copy()
+    repair_equality(alpha, problem.y, problem.C)
+    moved = alpha != base
+    if np.any(moved):
+        update_gradient(
+            kernel_store.columns,
+            problem.idx,
+            problem.y,
+            G,
+            np.ascontiguousarray(problem.idx[moved]),
+            np.ascontiguousarray((problem.y * (alpha - base))[moved]),
+        )
+    problem.alpha, problem.G = alpha, G
+    return problem

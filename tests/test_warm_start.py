@@ -1,0 +1,262 @@
+"""Cross-C warm starts: WarmStartStore, the exact skip, seeded fits and CV."""
+
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_iris, make_classification
+from sklearn.model_selection import ParameterGrid
+from sklearn.preprocessing import scale
+
+from sklearn_ext import TreeCVSearchCV
+from sklearn_ext.model_selection._search import warm_start_order
+from sklearn_ext.svm import (
+    AlphaSeededSVC,
+    WarmStartStore,
+    alpha_seeded_cv,
+    svm_c_path_cv,
+)
+
+CS = [0.25, 1.0, 4.0, 16.0, 64.0]
+
+
+@pytest.fixture
+def noisy():
+    X, y = make_classification(
+        n_samples=200, n_features=8, n_informative=5, flip_y=0.05, random_state=0
+    )
+    return scale(X), y
+
+
+@pytest.fixture
+def separable():
+    X, y = make_classification(
+        n_samples=150,
+        n_features=10,
+        n_informative=8,
+        class_sep=2.5,
+        flip_y=0.0,
+        random_state=1,
+    )
+    return scale(X), y
+
+
+@pytest.mark.parametrize("scale_seed", [False, True])
+def test_warm_fits_reach_the_cold_objective(noisy, scale_seed):
+    X, y = noisy
+    store = WarmStartStore(scale=scale_seed)
+    # Increasing then decreasing C: seeds come from below and from above.
+    for C in [*CS, 2.0, 0.5]:
+        warm = AlphaSeededSVC(C=C, gamma=0.2, warm_start_store=store).fit(X, y)
+        cold = AlphaSeededSVC(C=C, gamma=0.2).fit(X, y)
+        assert_allclose(warm.objective_, cold.objective_, rtol=1e-3)
+        assert np.mean(warm.predict(X) == cold.predict(X)) >= 0.99
+    assert store.n_hits == len(CS) + 1 and store.n_misses == 1
+    assert np.isnan(AlphaSeededSVC(C=1.0, gamma=0.3).fit(X, y).warm_start_C_[0])
+
+
+def test_seed_is_the_nearest_C(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    for C in (1.0, 8.0):
+        AlphaSeededSVC(C=C, gamma=0.2, warm_start_store=store).fit(X, y)
+    model = AlphaSeededSVC(C=2.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    assert model.warm_start_C_[0] == 1.0
+    model = AlphaSeededSVC(C=5.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    assert model.warm_start_C_[0] == 8.0 and not model.warm_start_skipped_[0]
+
+
+def test_exact_skip(separable):
+    X, y = separable
+    store = WarmStartStore()
+    tight = dict(gamma=0.05, tol=1e-6)
+    low = AlphaSeededSVC(C=50.0, warm_start_store=store, **tight).fit(X, y)
+    assert np.max(low._alpha_by_pair[0]) < 50.0  # no alpha at its bound
+    skipped = AlphaSeededSVC(C=400.0, warm_start_store=store, **tight).fit(X, y)
+    assert skipped.warm_start_skipped_[0] and skipped.n_iter_[0] == 0
+    assert skipped.warm_start_C_[0] == 50.0
+    assert store.n_skips == 1
+    cold = AlphaSeededSVC(C=400.0, **tight).fit(X, y)
+    assert cold.n_iter_[0] > 0
+    # The skipped solution is the cold solution at the larger C.
+    assert_allclose(
+        skipped.decision_function(X), cold.decision_function(X), rtol=0, atol=1e-4
+    )
+    assert_allclose(skipped.objective_, cold.objective_, rtol=1e-6)
+    assert_array_equal(skipped.predict(X), cold.predict(X))
+
+
+def test_no_skip_with_alphas_at_the_bound(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    low = AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    assert np.max(low._alpha_by_pair[0]) == 1.0
+    high = AlphaSeededSVC(C=4.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    assert not high.warm_start_skipped_[0] and high.n_iter_[0] > 0
+
+
+def test_cv_with_store_matches_cold_and_skips(separable):
+    X, y = separable
+    store = WarmStartStore()
+    total_warm = total_cold = 0
+    skips = 0
+    for C in [1.0, 4.0, 16.0, 64.0, 256.0]:
+        model = AlphaSeededSVC(C=C, gamma=0.05, warm_start_store=store)
+        warm = alpha_seeded_cv(model, X, y, cv=5)
+        cold = alpha_seeded_cv(AlphaSeededSVC(C=C, gamma=0.05), X, y, cv=5)
+        for a, b in zip(warm["objective"], cold["objective"], strict=True):
+            assert_allclose(a, b, rtol=1e-3)
+        assert np.mean(warm["test_score"] == cold["test_score"]) >= 0.8
+        total_warm += warm["n_iter"].sum()
+        total_cold += cold["n_iter"].sum()
+        skips += warm["warm_start_skips"].sum()
+        assert warm["warm_start_seed"].shape == (5,)
+    assert skips > 0
+    assert total_warm < 0.7 * total_cold
+    assert "warm_start_seed" not in cold
+
+
+def test_multiclass_with_store():
+    X, y = load_iris(return_X_y=True)
+    store = WarmStartStore()
+    for C in (1.0, 10.0, 100.0):
+        warm = AlphaSeededSVC(C=C, warm_start_store=store).fit(X, y)
+        cold = AlphaSeededSVC(C=C).fit(X, y)
+        assert_allclose(warm.objective_, cold.objective_, rtol=1e-3)
+    assert warm.warm_start_C_.shape == (3,) and np.all(warm.warm_start_C_ == 10.0)
+    result = alpha_seeded_cv(AlphaSeededSVC(C=1.0, warm_start_store=store), X, y, cv=3)
+    assert np.all(np.isnan(result["warm_start_seed"]))  # folds are new problems
+
+
+def test_fingerprint_mismatch_starts_cold(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    changed = X.copy()
+    changed[0, 0] += 1.0
+    with pytest.warns(UserWarning, match="fingerprint mismatch"):
+        model = AlphaSeededSVC(C=2.0, gamma=0.2, warm_start_store=store).fit(changed, y)
+    assert np.isnan(model.warm_start_C_[0])
+    cold = AlphaSeededSVC(C=2.0, gamma=0.2).fit(changed, y)
+    assert_allclose(model.objective_, cold.objective_, rtol=1e-9)
+    assert model.n_iter_[0] == cold.n_iter_[0]
+
+
+def test_other_kernels_are_other_problems(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    model = AlphaSeededSVC(C=1.0, gamma=0.3, warm_start_store=store).fit(X, y)
+    assert np.isnan(model.warm_start_C_[0]) and store.n_misses == 2
+
+
+def test_bad_input(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    with pytest.raises(ValueError, match="'C' parameter of a warm start"):
+        store.lookup(("k",), "d", 0.0)
+    with pytest.raises(ValueError, match="'C' parameter of a warm start"):
+        store.lookup(("k",), "d", -1.0)
+    with pytest.raises(ValueError, match="'C' parameter of AlphaSeededSVC"):
+        AlphaSeededSVC(C=-1.0, warm_start_store=store).fit(X, y)
+    with pytest.raises(ValueError, match="'scale' parameter of WarmStartStore"):
+        WarmStartStore(scale="yes")
+    with pytest.raises(ValueError, match="'max_solutions' parameter"):
+        WarmStartStore(max_solutions=0)
+    with pytest.raises(ValueError, match="'warm_start_store' parameter"):
+        AlphaSeededSVC(warm_start_store="memory").fit(X, y)
+
+
+def test_clones_share_and_pickles_snapshot(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    model = AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store)
+    assert clone(model).warm_start_store is store
+    model.fit(X, y)
+    copy = pickle.loads(pickle.dumps(store))
+    assert len(copy) == len(store) == 1
+    other = AlphaSeededSVC(C=2.0, gamma=0.2, warm_start_store=copy).fit(X, y)
+    assert other.warm_start_C_[0] == 1.0 and len(store) == 1
+
+
+def test_bounded_store(noisy):
+    X, y = noisy
+    store = WarmStartStore(max_solutions=2)
+    for gamma in (0.1, 0.2, 0.3):
+        AlphaSeededSVC(C=1.0, gamma=gamma, warm_start_store=store).fit(X, y)
+    assert len(store) == 2
+
+
+def test_threads_share_one_store(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+
+    def fit(C):
+        return AlphaSeededSVC(C=C, gamma=0.2, warm_start_store=store).fit(X, y)
+
+    with ThreadPoolExecutor(4) as pool:
+        models = list(pool.map(fit, [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]))
+    for model in models:
+        cold = AlphaSeededSVC(C=model.C, gamma=0.2).fit(X, y)
+        assert_allclose(model.objective_, cold.objective_, rtol=1e-3)
+    assert len(store) == 8 and store.n_hits + store.n_misses == 8
+
+
+def test_c_path_matches_separate_cv_runs(separable):
+    X, y = separable
+    Cs = [64.0, 1.0, 16.0, 4.0]  # any order; run by increasing C
+    res = svm_c_path_cv(AlphaSeededSVC(), X, y, Cs, gammas=[0.05, 0.2], cv=5)
+    assert [p["C"] for p in res["params"]] == Cs * 2
+    assert [p["gamma"] for p in res["params"]] == [0.05] * 4 + [0.2] * 4
+    assert list(res["param_C"]) == Cs * 2
+    total_cold = 0
+    for i, params in enumerate(res["params"]):
+        cold = alpha_seeded_cv(AlphaSeededSVC(**params), X, y, cv=5, seeding="none")
+        total_cold += cold["n_iter"].sum()
+        splits = [res[f"split{f}_test_score"][i] for f in range(5)]
+        assert np.mean(np.isclose(splits, cold["test_score"])) >= 0.8
+        assert abs(res["mean_test_score"][i] - cold["test_score"].mean()) <= 0.02
+    assert res["n_iter"].sum() < 0.75 * total_cold
+    assert res["warm_start_skips"].sum() > 0
+    # The smallest C of each gamma starts cold, the others mostly from the store
+    # (a fold may prefer the previous fold's seed, with a lower objective).
+    assert res["warm_start_hits"][1] == 0 and res["warm_start_hits"][5] == 0
+    assert np.all(res["warm_start_hits"][[0, 2, 3, 4, 6, 7]] >= 3)
+    best = int(np.argmin(res["rank_test_score"]))
+    assert res["mean_test_score"][best] == res["mean_test_score"].max()
+
+
+def test_c_path_bad_input(noisy):
+    X, y = noisy
+    with pytest.raises(ValueError, match="'Cs' parameter of svm_c_path_cv"):
+        svm_c_path_cv(AlphaSeededSVC(), X, y, [1.0, 0.0])
+    with pytest.raises(ValueError, match="'Cs' parameter of svm_c_path_cv"):
+        svm_c_path_cv(AlphaSeededSVC(), X, y, [])
+    with pytest.raises(ValueError, match="'gammas' parameter of svm_c_path_cv"):
+        svm_c_path_cv(AlphaSeededSVC(), X, y, [1.0], gammas=[-1.0])
+
+
+def test_search_orders_candidates_by_C(separable):
+    X, y = separable
+    store = WarmStartStore()
+    grid = {"C": [64.0, 1.0, 16.0, 4.0], "gamma": [0.05]}
+    order = warm_start_order(
+        AlphaSeededSVC(warm_start_store=store), list(ParameterGrid(grid))
+    )
+    assert order == [1, 3, 2, 0]
+    assert warm_start_order(AlphaSeededSVC(), list(ParameterGrid(grid))) == [0, 1, 2, 3]
+    search = TreeCVSearchCV(AlphaSeededSVC(warm_start_store=store), grid, cv=5).fit(
+        X, y
+    )
+    plain = TreeCVSearchCV(AlphaSeededSVC(), grid, cv=5).fit(X, y)
+    assert [p["C"] for p in search.cv_results_["params"]] == [64.0, 1.0, 16.0, 4.0]
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        plain.cv_results_["mean_test_score"],
+        atol=0.02,
+    )
+    assert store.n_skips > 0 and store.n_hits >= 15
+    assert search.best_params_["C"] in grid["C"]

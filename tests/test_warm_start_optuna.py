@@ -1,0 +1,328 @@
+"""Warm starts across Optuna trials: in one process and across worker processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import optuna
+import pytest
+from numpy.testing import assert_allclose
+from optuna.artifacts import upload_artifact
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+from sklearn.datasets import make_classification
+from sklearn.linear_model import SGDClassifier
+from sklearn.preprocessing import scale
+from sklearn.svm import SVC
+
+from optuna_treecv import ArtifactWarmStartStore, TreeCVObjective
+from optuna_treecv._warm_start import read_solutions, write_solutions
+from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore, alpha_seeded_cv
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+SPACE = {"C": FloatDistribution(0.01, 1000.0, log=True)}
+
+
+@pytest.fixture
+def data():
+    X, y = make_classification(
+        n_samples=150, n_features=10, n_informative=8, class_sep=2.5, random_state=1
+    )
+    return scale(X), y
+
+
+def _study_with(Cs, storage=None, name=None):
+    study = optuna.create_study(
+        direction="maximize",
+        storage=storage,
+        study_name=name,
+        load_if_exists=True,
+        pruner=optuna.pruners.NopPruner(),
+    )
+    for C in Cs:
+        study.enqueue_trial({"C": C})
+    return study
+
+
+@pytest.mark.parametrize("estimator", [AlphaSeededSVC(gamma=0.05), SVC(gamma=0.05)])
+def test_trials_share_one_store_with_threads(data, estimator):
+    X, y = data
+    store = WarmStartStore()
+    objective = TreeCVObjective(estimator, SPACE, X, y, cv=4, warm_start_store=store)
+    Cs = [0.5, 2.0, 8.0, 32.0, 128.0, 512.0]
+    study = _study_with(Cs)
+    study.optimize(objective, n_trials=len(Cs), n_jobs=2)
+    trials = study.get_trials(states=(TrialState.COMPLETE,))
+    assert len(trials) == len(Cs)
+    for trial in trials:
+        attrs = trial.user_attrs
+        assert {"warm_start_seed", "warm_start_hits", "warm_start_skips"} <= set(attrs)
+        seed = attrs["warm_start_seed"]
+        assert seed is None or isinstance(seed, float)
+        cold = alpha_seeded_cv(
+            AlphaSeededSVC(C=trial.params["C"], gamma=0.05),
+            X,
+            y,
+            cv=objective.fold_plan_,
+            seeding="none",
+        )
+        assert abs(trial.value - cold["test_score"].mean()) <= 0.02
+    assert sum(t.user_attrs["warm_start_hits"] for t in trials) >= 4 * (len(Cs) - 2)
+    assert sum(t.user_attrs["warm_start_skips"] for t in trials) > 0
+    assert store.n_hits == sum(t.user_attrs["warm_start_hits"] for t in trials)
+
+
+def test_objective_bad_warm_start_store(data):
+    X, y = data
+    with pytest.raises(TypeError, match="'warm_start_store' parameter"):
+        TreeCVObjective(AlphaSeededSVC(), SPACE, X, y, warm_start_store="memory")
+    with pytest.raises(ValueError, match="needs an AlphaSeededSVC"):
+        TreeCVObjective(
+            SGDClassifier(),
+            {"alpha": SPACE["C"]},
+            X,
+            y,
+            warm_start_store=WarmStartStore(),
+        )
+
+
+def test_artifact_store_shares_solutions_between_stores(data, tmp_path):
+    X, y = data
+    study = _study_with([1.0, 4.0])
+    first = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=first
+    )
+    study.optimize(objective, n_trials=2)
+    ids = [t.user_attrs["warm_start_artifact"] for t in study.trials]
+    assert len(set(ids)) == 2
+    # A fresh worker starts from the published solutions.
+    second = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective.warm_start_store = second
+    study.enqueue_trial({"C": 16.0})
+    study.optimize(objective, n_trials=1)
+    assert second.n_loaded == 2 and second.n_rejected == 0
+    last = study.trials[-1].user_attrs
+    assert last["warm_start_hits"] > 0 and last["warm_start_seed"] == 4.0
+    cold = alpha_seeded_cv(
+        AlphaSeededSVC(C=16.0, gamma=0.05), X, y, cv=objective.fold_plan_
+    )
+    assert abs(study.trials[-1].value - cold["test_score"].mean()) <= 0.02
+
+
+def test_npz_round_trip_is_untrusted(tmp_path):
+    from sklearn_ext.svm._warm_start import StoredSolution
+
+    solution = StoredSolution(
+        C=2.0,
+        alpha=np.array([0.0, 1.0, 2.0]),
+        G=np.array([-1.0, 0.5, -0.5]),
+        rho=0.25,
+        objective=-1.5,
+        at_bound=True,
+    )
+    path = str(tmp_path / "s.npz")
+    write_solutions(path, [(("k", "r", 0, 1), "d", solution)])
+    [(slot, data, back)] = read_solutions(path)
+    assert slot == ("k", "r", 0, 1) and data == "d"
+    assert_allclose(back.alpha, solution.alpha)
+    assert back.C == 2.0 and back.at_bound and not back.trusted
+
+
+def test_corrupt_partial_and_foreign_artifacts_are_ignored(data, tmp_path):
+    X, y = data
+    study = _study_with([1.0])
+    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
+    )
+    study.optimize(objective, n_trials=1)
+    good = study.trials[0].user_attrs["warm_start_artifact"]
+    # Build bad files next to a good one.
+    good_path = tmp_path / "good.npz"
+    from optuna.artifacts import download_artifact
+
+    download_artifact(
+        artifact_store=store.artifact_store, file_path=str(good_path), artifact_id=good
+    )
+    partial = tmp_path / "partial.npz"
+    partial.write_bytes(good_path.read_bytes()[: good_path.stat().st_size // 2])
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, alpha=np.ones(3))
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"not a zip file at all")
+    pickled = tmp_path / "pickled.npz"
+    np.savez(
+        pickled,
+        format=np.array("optuna-treecv-warm-start-v1"),
+        count=1,
+        slot_0=np.array([{"evil": 1}], dtype=object),
+    )
+    for bad in (partial, foreign, garbage, pickled):
+        trial = study.ask()
+        artifact_id = upload_artifact(
+            artifact_store=store.artifact_store,
+            file_path=str(bad),
+            study_or_trial=trial,
+        )
+        trial.set_user_attr("warm_start_artifact", artifact_id)
+        study.tell(trial, 0.5)
+    # A failed trial's artifact is never read, even a good one.
+    trial = study.ask()
+    trial.set_user_attr("warm_start_artifact", good + "-failed")
+    study.tell(trial, state=TrialState.FAIL)
+    reader = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    with pytest.warns(UserWarning, match="Ignoring the warm-start artifact") as record:
+        reader.sync()
+    assert sum("Ignoring the warm-start" in str(w.message) for w in record) == 4
+    assert reader.n_rejected == 4 and reader.n_loaded == 1
+
+
+def test_unwritable_artifact_folder(tmp_path):
+    study = optuna.create_study()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match="must be a writable folder"):
+        ArtifactWarmStartStore(blocker / "artifacts", study)
+
+
+def test_changed_data_starts_cold(data, tmp_path):
+    X, y = data
+    study = _study_with([1.0, 2.0])
+    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
+    )
+    study.optimize(objective, n_trials=1)
+    changed = X.copy()
+    changed[:, 0] *= 2.0
+    other = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05),
+        SPACE,
+        changed,
+        y,
+        cv=objective.fold_plan_,
+        warm_start_store=store,
+    )
+    with pytest.warns(UserWarning, match="fingerprint mismatch"):
+        study.optimize(other, n_trials=1)
+    attrs = study.trials[-1].user_attrs
+    assert attrs["warm_start_hits"] == 0 and attrs["warm_start_seed"] is None
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import scale
+    from optuna_treecv import ArtifactWarmStartStore, TreeCVObjective
+    from sklearn_ext.svm import AlphaSeededSVC
+
+    storage, folder, n_trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    X, y = make_classification(
+        n_samples=150, n_features=8, n_informative=6, class_sep=2.0, random_state=0
+    )
+    study = optuna.load_study(study_name="svm", storage=storage)
+    store = ArtifactWarmStartStore(folder, study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05),
+        {"C": FloatDistribution(0.1, 100.0, log=True)},
+        scale(X), y, cv=3, random_state=0, warm_start_store=store,
+    )
+    study.optimize(objective, n_trials=n_trials)
+    """
+)
+
+
+def test_two_worker_processes_share_warm_starts(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    folder = str(tmp_path / "artifacts")
+    study = optuna.create_study(
+        study_name="svm",
+        storage=storage,
+        direction="maximize",
+        sampler=optuna.samplers.RandomSampler(seed=0),
+        pruner=optuna.pruners.NopPruner(),
+    )
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+    def worker(n_trials):
+        return subprocess.Popen(
+            [sys.executable, str(script), storage, folder, str(n_trials)], env=env
+        )
+
+    assert worker(1).wait(timeout=120) == 0
+    # Two workers at once, each starting with an empty in-memory store.
+    pair = [worker(2), worker(2)]
+    assert [p.wait(timeout=120) for p in pair] == [0, 0]
+    trials = study.get_trials(states=(TrialState.COMPLETE,))
+    assert len(trials) == 5
+    assert all("warm_start_artifact" in t.user_attrs for t in trials)
+    # Every trial after the first had a seed (at least from the first worker).
+    later = sorted(trials, key=lambda t: t.number)[1:]
+    assert all(t.user_attrs["warm_start_hits"] > 0 for t in later)
+    assert all(isinstance(t.user_attrs["warm_start_seed"], float) for t in later)
+
+
+def test_forged_solutions_only_seed(data, tmp_path):
+    from optuna.artifacts import download_artifact
+
+    from optuna_treecv._warm_start import ARTIFACT_ATTR
+    from sklearn_ext.svm._warm_start import StoredSolution
+
+    X, y = data
+    study = _study_with([2.0])
+    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
+    )
+    study.optimize(objective, n_trials=1)
+    good = tmp_path / "good.npz"
+    download_artifact(
+        artifact_store=store.artifact_store,
+        file_path=str(good),
+        artifact_id=study.trials[0].user_attrs[ARTIFACT_ATTR],
+    )
+    forged = []
+    for k, (slot, data_hash, solution) in enumerate(read_solutions(str(good))):
+        # Wrong alphas and gradient claiming no bound (a skip), or a wrong length.
+        alpha = solution.alpha * 5 + 0.3 if k % 2 == 0 else solution.alpha[:-1]
+        lie = StoredSolution(
+            C=solution.C,
+            alpha=alpha,
+            G=np.zeros_like(alpha),
+            rho=0.0,
+            objective=0.0,
+            at_bound=False,
+        )
+        forged.append((slot, data_hash, lie))
+    write_solutions(str(tmp_path / "forged.npz"), forged)
+    other = _study_with([])
+    trial = other.ask()
+    artifact_id = upload_artifact(
+        artifact_store=store.artifact_store,
+        file_path=str(tmp_path / "forged.npz"),
+        study_or_trial=trial,
+    )
+    trial.set_user_attr(ARTIFACT_ATTR, artifact_id)
+    other.tell(trial, 0.5)
+    reader = ArtifactWarmStartStore(tmp_path / "artifacts", other)
+    assert reader.sync() == 1
+    session = reader.session()
+    model = AlphaSeededSVC(C=4.0, gamma=0.05, warm_start_store=session)
+    warm = alpha_seeded_cv(model, X, y, cv=objective.fold_plan_)
+    cold = alpha_seeded_cv(
+        AlphaSeededSVC(C=4.0, gamma=0.05), X, y, cv=objective.fold_plan_
+    )
+    assert session.n_skips == 0 and session.n_hits > 0
+    for a, b in zip(warm["objective"], cold["objective"], strict=True):
+        assert_allclose(a, b, rtol=1e-3)
