@@ -295,36 +295,44 @@ class ResumableGridSampler(GridSampler):
         except (KeyError, TypeError, ValueError):
             return None
 
+    def _sync(self, study: optuna.Study) -> set[int]:
+        """Read the study's complete grid points once (call under the lock)."""
+        if self._done is None:
+            self._done = set()
+            for trial in study.get_trials(
+                deepcopy=False, states=(TrialState.COMPLETE,)
+            ):
+                index = self.point_index(trial.params)
+                if index is not None:
+                    self._done.add(index)
+        return self._done
+
     def done(self, study: optuna.Study) -> set[int]:
-        """Grid points with a ``COMPLETE`` trial in ``study``."""
+        """Grid points with a ``COMPLETE`` trial in ``study`` (a copy)."""
         with self._lock:
-            if self._done is None:
-                self._done = set()
-                for trial in study.get_trials(
-                    deepcopy=False, states=(TrialState.COMPLETE,)
-                ):
-                    index = self.point_index(trial.params)
-                    if index is not None:
-                        self._done.add(index)
-            return set(self._done)
+            return set(self._sync(study))
 
     def n_remaining(self, study: optuna.Study) -> int:
         """Grid points still to evaluate."""
-        return len(self.points) - len(self.done(study))
+        with self._lock:
+            return len(self.points) - len(self._sync(study))
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.done(study)
+        if "fixed_params" in trial.system_attrs:  # Enqueued: its own point.
+            return
         with self._lock:
-            busy = self._done | set(self._running.values())
+            done = self._sync(study)
+            running = set(self._running.values())  # Threads of this process.
             index = None
             while self._next < len(self._order):
                 candidate = int(self._order[self._next])
                 self._next += 1
-                if candidate not in busy:
+                if candidate not in done and candidate not in running:
                     index = candidate
                     break
-            if index is None:  # Everything done or running: repeat one still running.
-                left = sorted(set(range(len(self.points))) - self._done)
+            if index is None:  # Every point done or running: retry one not done
+                # (a point whose trial failed earlier in this run), else repeat.
+                left = sorted(set(range(len(self.points))) - done - running)
                 index = left[0] if left else 0
             self._running[trial.number] = index
 
@@ -343,9 +351,11 @@ class ResumableGridSampler(GridSampler):
 
     def after_trial(self, study, trial, state, values) -> None:
         with self._lock:
-            index = self._running.pop(trial.number, None)
+            self._running.pop(trial.number, None)
+            # By the parameters the trial ran with (an enqueued trial has its own).
+            index = self.point_index(trial.params)
             if index is not None and state == TrialState.COMPLETE:
-                self._done.add(index)
+                self._sync(study).add(index)
             if self._done is not None and len(self._done) == len(self.points):
                 study.stop()
 
@@ -429,6 +439,71 @@ class ProgressPrinter:
 
 
 # -- standard CV, timed on a sample of grid points -----------------------------------
+class StandardCVTimer:
+    """Time one 10-fold CV with ``method="standard"`` and with TreeCV on ``m``
+    random grid points, one point at a time.
+
+    Each point is cross-validated both ways on the same folds ``cv``, after an
+    untimed run of each that fills the feature caches (as they are in all but
+    10 of the grid's 10^4 runs). Standard CV trains each fold's model by
+    ``partial_fit`` on its 9 training chunks (the same single ordered pass over
+    the same rows that TreeCV makes), so the two produce the same models; only
+    the sharing differs. Measuring one point at a time lets a long run spread
+    the measurements over its course (:meth:`measure_next` from a callback), so
+    that standard CV is timed under the same machine load as the grid.
+    """
+
+    def __init__(
+        self,
+        data: AnomalyData,
+        points: Sequence[Mapping[str, float]],
+        cv,
+        m: int,
+        seed: int = 0,
+    ) -> None:
+        rng = np.random.RandomState(seed)
+        size = max(0, min(m, len(points)))
+        self.data, self.cv, self.seed = data, cv, seed
+        self.points = [points[i] for i in rng.choice(len(points), size, replace=False)]
+        self.times: dict[str, list[float]] = {"standard": [], "treecv": []}
+        self.seconds = 0.0  # Wall time spent here, warm-up runs included.
+
+    def measure_next(self) -> bool:
+        """Measure the next point; False when all are measured."""
+        if len(self.times["standard"]) >= len(self.points):
+            return False
+        tic0 = time.perf_counter()
+        params = self.points[len(self.times["standard"])]
+        estimator = make_estimator(self.seed).set_params(**params)
+        for timed in (False, True):
+            for method in ("treecv", "standard"):
+                tic = time.perf_counter()
+                tree_cross_validate(
+                    estimator,
+                    self.data.X,
+                    self.data.y,
+                    cv=self.cv,
+                    method=method,
+                    fit_params={"labeled": self.data.labeled},
+                )
+                if timed:
+                    self.times[method].append(time.perf_counter() - tic)
+        self.seconds += time.perf_counter() - tic0
+        return True
+
+    def finish(self) -> dict[str, float] | None:
+        """Measure the points left; mean seconds per CV, or None when m = 0."""
+        while self.measure_next():
+            pass
+        if not self.points:
+            return None
+        return {
+            "m": len(self.points),
+            "standard": float(np.mean(self.times["standard"])),
+            "treecv": float(np.mean(self.times["treecv"])),
+        }
+
+
 def time_standard_cv(
     data: AnomalyData,
     points: Sequence[Mapping[str, float]],
@@ -436,39 +511,9 @@ def time_standard_cv(
     m: int,
     seed: int = 0,
 ) -> dict[str, float] | None:
-    """Mean seconds of one 10-fold CV with ``method="standard"`` and with TreeCV.
-
-    ``m`` grid points drawn at random are each cross-validated both ways on
-    the same folds ``cv``, the features of their kernel width cached first
-    (as they are in all but 10 of the grid's 10^4 runs). Standard CV trains
-    each fold's model by ``partial_fit`` on its 9 training chunks (the
-    same single ordered pass over the same rows that TreeCV makes), so the
-    two produce the same models; only the sharing differs.
-    """
-    if m <= 0:
-        return None
-    rng = np.random.RandomState(seed)
-    picks = rng.choice(len(points), size=min(m, len(points)), replace=False)
-    times = {"standard": [], "treecv": []}
-    for i in picks:
-        estimator = make_estimator(seed).set_params(**points[i])
-        # Untimed first runs fill the feature caches of both methods.
-        for timed in (False, True):
-            for method in ("treecv", "standard"):
-                tic = time.perf_counter()
-                tree_cross_validate(
-                    estimator,
-                    data.X,
-                    data.y,
-                    cv=cv,
-                    method=method,
-                    fit_params={"labeled": data.labeled},
-                )
-                if timed:
-                    times[method].append(time.perf_counter() - tic)
-    standard = float(np.mean(times["standard"]))
-    treecv = float(np.mean(times["treecv"]))
-    return {"m": len(picks), "standard": standard, "treecv": treecv}
+    """Mean seconds of one 10-fold CV with ``method="standard"`` and with TreeCV
+    on ``m`` random grid points, measured now (see :class:`StandardCVTimer`)."""
+    return StandardCVTimer(data, points, cv, m, seed).finish()
 
 
 # -- printouts ----------------------------------------------------------------------

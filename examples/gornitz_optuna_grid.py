@@ -88,6 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         fit_params={"labeled": data.labeled},
     )
     n_trials = remaining if args.max_trials is None else min(remaining, args.max_trials)
+    # Standard CV is timed on random grid points spread over the run, one every
+    # `every` trials, so that it meets the same machine load as the grid.
+    timer = g.StandardCVTimer(
+        data, sampler.points, objective.fold_plan_, args.sample_standard, args.seed
+    )
+    every = max(1, n_trials // max(1, args.sample_standard))
+    finished = [0]
+
+    def time_standard(study: optuna.Study, trial) -> None:
+        finished[0] += 1
+        if finished[0] % every == 0:
+            timer.measure_next()
+
     tic = time.perf_counter()
     interrupted = False
     if n_trials:
@@ -95,11 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             study.optimize(
                 objective if args.all_attrs else g.CompactAttrs(objective),
                 n_trials=n_trials,
-                callbacks=[g.ProgressPrinter(n_points, start=done)],
+                callbacks=[g.ProgressPrinter(n_points, start=done), time_standard],
             )
         except KeyboardInterrupt:
             interrupted = True
-    seconds = time.perf_counter() - tic
+    seconds = time.perf_counter() - tic - timer.seconds  # Without the timing.
     remaining = n_points - len(sampler.done(study))
     print(f"{g.load_average()}")
     if remaining:
@@ -116,13 +129,18 @@ def main(argv: list[str] | None = None) -> int:
             f"grid complete: {n_points:,} points, {len(on_grid):,} complete trials "
             f"({len(on_grid) - len(set(on_grid))} repeated)"
         )
-    if study.best_trial is not None:
+    if sampler.done(study):
         g.print_best(study.best_trial.params, study.best_value)
     evaluated = n_trials if not interrupted else len(sampler.done(study)) - done
     if evaluated:
-        standard = g.time_standard_cv(
-            data, sampler.points, objective.fold_plan_, args.sample_standard, args.seed
-        )
+        during, spent = len(timer.times["standard"]), timer.seconds
+        standard = timer.finish()
+        if standard is not None:
+            print(
+                f"standard CV timed on {standard['m']} random grid points, "
+                f"{during} of them during the run (their {spent:.1f} s "
+                "are not counted in the time below)"
+            )
         g.print_times(seconds, evaluated, standard, what="Optuna + storage included")
     return 0
 

@@ -61,6 +61,9 @@ def test_grid_script_end_to_end(grid_run):
     assert "grid complete: 16 points, 16 complete trials (0 repeated)" in out.stdout
     assert "best: mean 10-fold AUROC" in out.stdout
     assert "EXTRAPOLATED to 16 grid points" in out.stdout
+    assert "standard CV timed on 2 random grid points, 2 of them during the run" in (
+        out.stdout
+    )
     assert "16/16 points" in out.stdout  # The last progress line.
     points = complete_points(storage, GRID_STUDY)
     assert sorted(points) == list(range(16))
@@ -321,7 +324,10 @@ def test_resumable_grid_sampler_reruns_failed_points_and_stops():
             raise RuntimeError("interrupted")
         return 0.0
 
+    enqueued = g.grid_points(space)[5]
+    study.enqueue_trial(enqueued)
     study.optimize(objective, n_trials=40, catch=(RuntimeError,))
+    assert study.trials[0].params == enqueued
     states = [t.state for t in study.trials]
     assert states.count(TrialState.FAIL) == 2
     assert states.count(TrialState.COMPLETE) == 16  # Stopped by itself, grid done.
@@ -357,3 +363,7 @@ def test_time_standard_cv_measures_both_methods():
     assert timing["m"] == 2
     assert timing["standard"] > 0 and timing["treecv"] > 0
     assert g.time_standard_cv(data, points, plan, m=0) is None
+    timer = g.StandardCVTimer(data, points, plan, m=3, seed=1)
+    assert timer.measure_next() and len(timer.times["standard"]) == 1
+    assert timer.seconds > 0
+    assert timer.finish()["m"] == 3 and not timer.measure_next()
