@@ -418,13 +418,18 @@ class ProgressPrinter:
         self.start = start
         self.every = every or max(1, total // 100)
         self.tic = time.perf_counter()
+        self._lock = threading.Lock()  # Callbacks run in optimize's threads.
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         if trial.state != TrialState.COMPLETE:
             return
-        self.count += 1
-        if (self.count - self.start) % self.every and self.count != self.total:
-            return
+        with self._lock:
+            self.count += 1
+            if (self.count - self.start) % self.every and self.count != self.total:
+                return
+            self._print(study)
+
+    def _print(self, study: optuna.Study) -> None:
         elapsed = time.perf_counter() - self.tic
         rate = (self.count - self.start) / elapsed
         left = (self.total - self.count) / rate if rate > 0 else math.inf
@@ -537,11 +542,12 @@ def print_times(
     *,
     what: str = "this run",
     unit: str = "grid points",
+    method: str = "TreeCV",
 ) -> None:
     """The measured time and the extrapolated time of standard 10-fold CV."""
     print(
         f"time: {seconds:.1f} s ({seconds / 60:.1f} min) for {n_points:,} "
-        f"{unit} with 10-fold TreeCV, {what}; "
+        f"{unit} with 10-fold {method}, {what}; "
         f"{1e3 * seconds / max(n_points, 1):.1f} ms each"
     )
     if standard is None:

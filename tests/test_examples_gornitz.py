@@ -116,6 +116,26 @@ def test_grid_script_resumes_only_missing_points(tmp_path, monkeypatch, capsys):
     assert len(complete_points(storage, name)) == 16
 
 
+def test_grid_script_standard_method_same_scores(
+    grid_run, tmp_path, monkeypatch, capsys
+):
+    import gornitz_optuna_grid
+
+    storage, _ = grid_run
+    monkeypatch.chdir(tmp_path)
+    args = [*TINY, "--storage", storage, "--method", "standard", "--max-trials", "3"]
+    assert gornitz_optuna_grid.main(args) == 0
+    assert "for 3 grid points with 10-fold STANDARD CV" in capsys.readouterr().out
+    standard = optuna.load_study(study_name=GRID_STUDY + "-standard", storage=storage)
+    treecv = optuna.load_study(study_name=GRID_STUDY, storage=storage)
+    by_params = {tuple(sorted(t.params.items())): t for t in treecv.trials}
+    assert len(standard.trials) == 3
+    for trial in standard.trials:
+        assert trial.user_attrs["cv"]["backend"] == "standard"
+        same = by_params[tuple(sorted(trial.params.items()))]
+        assert trial.value == pytest.approx(same.value, abs=1e-12)  # Same models.
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
