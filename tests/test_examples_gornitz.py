@@ -1,0 +1,357 @@
+"""The Görnitz-style grid examples: scripts end to end on tiny settings, resuming,
+bad options, the data loader and the shared helpers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+import _forestcover as fc  # noqa: E402
+import _gornitz as g  # noqa: E402
+
+COVTYPE = fc.default_data_path()
+TINY = ["--quick", "--synthetic", "--n", "300", "--sample-standard", "2"]
+
+
+def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def complete_points(storage: str, study_name: str) -> list[int | None]:
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    sampler = g.ResumableGridSampler(g.grid(2))
+    return [
+        sampler.point_index(t.params)
+        for t in study.get_trials(states=(TrialState.COMPLETE,))
+    ]
+
+
+# -- script (a): the grid through Optuna ---------------------------------------------
+GRID_STUDY = "gornitz-n300-g2-synthetic"
+
+
+@pytest.fixture(scope="module")
+def grid_run(tmp_path_factory):
+    """The quick grid, run once by script (a) into a SQLite file."""
+    folder = tmp_path_factory.mktemp("grid")
+    storage = f"sqlite:///{folder / 'g.db'}"
+    out = run_script("gornitz_optuna_grid.py", *TINY, "--storage", storage, cwd=folder)
+    return storage, out
+
+
+def test_grid_script_end_to_end(grid_run):
+    storage, out = grid_run
+    assert out.returncode == 0, out.stderr
+    assert "grid: 16 points (2 x 2 x 2 x 2)" in out.stdout
+    assert "grid complete: 16 points, 16 complete trials (0 repeated)" in out.stdout
+    assert "best: mean 10-fold AUROC" in out.stdout
+    assert "EXTRAPOLATED to 16 points" in out.stdout
+    assert "16/16 points" in out.stdout  # The last progress line.
+    points = complete_points(storage, GRID_STUDY)
+    assert sorted(points) == list(range(16))
+    # Per-fold details in one attribute, the summary as attributes of their own.
+    trial = optuna.load_study(study_name=GRID_STUDY, storage=storage).best_trial
+    assert trial.user_attrs["mean_test_score"] == pytest.approx(trial.value)
+    cv = trial.user_attrs["cv"]
+    folds = [cv[f"split{i}_test_score"] for i in range(10)]
+    assert np.mean(folds) == pytest.approx(trial.value)
+    assert cv["backend"] == "native_tree"
+
+
+def test_grid_script_resumes_only_missing_points(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'r.db'}"
+    name = "gornitz-n300-g2-synthetic"
+    first = run_script(
+        "gornitz_optuna_grid.py",
+        *TINY,
+        "--storage",
+        storage,
+        "--max-trials",
+        "5",
+        cwd=tmp_path,
+    )
+    assert first.returncode == 0, first.stderr
+    assert "11 grid points left" in first.stdout
+    done = complete_points(storage, name)
+    assert len(done) == 5
+    # An interrupted trial (FAIL) on a missing point and a trial left RUNNING by
+    # a killed process: the rerun must still evaluate that point.
+    study = optuna.load_study(study_name=name, storage=storage)
+    missing = sorted(set(range(16)) - set(done))[0]
+    point = g.grid_points(g.grid(2))[missing]
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=TrialState.FAIL,
+            params=point,
+            distributions=g.search_space(g.grid(2)),
+        )
+    )
+    stale = study.ask()
+    second = run_script(
+        "gornitz_optuna_grid.py", *TINY, "--storage", storage, cwd=tmp_path
+    )
+    assert second.returncode == 0, second.stderr
+    assert "resuming: 5 of 16 grid points already complete" in second.stdout
+    assert "1 stale running trial(s) marked failed" in second.stdout
+    assert "grid complete: 16 points, 16 complete trials (0 repeated)" in second.stdout
+    assert "for 11 grid points" in second.stdout
+    points = complete_points(storage, name)
+    assert sorted(points) == list(range(16))  # Each point exactly once.
+    study = optuna.load_study(study_name=name, storage=storage)
+    assert study.trials[stale.number].state == TrialState.FAIL
+    # A third run has nothing to do.
+    third = run_script(
+        "gornitz_optuna_grid.py", *TINY, "--storage", storage, cwd=tmp_path
+    )
+    assert third.returncode == 0, third.stderr
+    assert "resuming: 16 of 16" in third.stdout
+    assert len(complete_points(storage, name)) == 16
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--n", "50"], "--n must be at least 200"),
+        (["--n", "abc"], "expected an integer"),
+        (["--storage", "foo://x.db"], "--storage must be sqlite:///PATH"),
+        (["--storage", "gornitz.db"], "--storage must be sqlite:///PATH"),
+        (["--grid-size", "11"], "--grid-size must be in [1, 10]"),
+        (["--sample-standard", "-1"], "--sample-standard must be >= 0"),
+        (["--max-trials", "0"], "--max-trials must be >= 1"),
+    ],
+)
+def test_grid_script_bad_options(tmp_path, monkeypatch, capsys, args, message):
+    import gornitz_optuna_grid
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        gornitz_optuna_grid.main(["--quick", "--synthetic", *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # Nothing created.
+
+
+def test_grid_script_missing_data_file(tmp_path, monkeypatch, capsys):
+    import gornitz_optuna_grid
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        gornitz_optuna_grid.main(["--quick", "--data", str(tmp_path / "nope.npz")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "nope.npz not found" in err and "fetch_covtype" in err
+
+
+# -- script (b): TreeCVSearchCV -------------------------------------------------------
+def test_search_cv_script(tmp_path):
+    out = run_script("gornitz_search_cv.py", *TINY, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "searched 16 candidates" in out.stdout
+    assert "best: mean 10-fold AUROC" in out.stdout
+    assert "TreeCVSearchCV, refit included" in out.stdout
+    assert "EXTRAPOLATED to 16 points" in out.stdout
+    assert not list(tmp_path.iterdir())  # No storage.
+
+
+# -- script (c): TPE with pruning -----------------------------------------------------
+def test_tpe_script_reads_the_grid_target(grid_run, tmp_path):
+    storage, _ = grid_run
+    best = optuna.load_study(study_name=GRID_STUDY, storage=storage).best_value
+    out = run_script(
+        "gornitz_tpe.py",
+        *TINY,
+        "--storage",
+        storage,
+        "--tolerance",
+        "0.05",
+        "--n-trials",
+        "40",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"target: the grid's best mean AUROC, {best:.4f}" in out.stdout
+    assert f"reached the target {best:.4f} after" in out.stdout
+    tpe = optuna.load_study(study_name=GRID_STUDY + "-tpe", storage=storage)
+    assert 1 <= len(tpe.trials) <= 40
+    assert tpe.best_value >= best - 0.05
+    assert "TPE trials, pruning on" in out.stdout
+
+
+def test_tpe_script_needs_a_target(tmp_path, monkeypatch, capsys):
+    import gornitz_tpe
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        gornitz_tpe.main([*TINY, "--storage", "memory"])
+    assert exit_info.value.code == 2
+    assert "no --target given and no grid study" in capsys.readouterr().err
+
+
+# -- the heat maps ---------------------------------------------------------------
+def test_heatmaps_from_the_grid_study(grid_run, tmp_path, capsys):
+    import plot_gornitz_heatmaps as plot
+
+    storage, _ = grid_run
+    output = tmp_path / "maps.png"
+    code = plot.main([*TINY, "--storage", storage, "--output", str(output)])
+    out = capsys.readouterr()
+    assert "16 of 16 grid points complete" in out.out
+    assert "rows eta_u, columns gamma" in out.out
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert code == 1 and "matplotlib is not installed" in out.err
+    else:
+        assert code == 0 and output.stat().st_size > 1000
+
+
+def test_heatmap_maxima():
+    import plot_gornitz_heatmaps as plot
+
+    space = g.grid(2)
+    study = optuna.create_study(direction="maximize")
+    distributions = g.search_space(space)
+    values = {}
+    for point in g.grid_points(space)[:-1]:  # One point missing.
+        value = point["eta_u"] + 10 * point["kappa"] - point["gamma"]
+        values[tuple(point[n] for n in plot.NAMES)] = value
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=point, distributions=distributions, value=value
+            )
+        )
+    scores = plot.score_array(study, space)
+    assert scores.shape == (2, 2, 2, 2) and np.isnan(scores).sum() == 1
+    maps = plot.pair_maps(scores)
+    assert len(maps) == 6
+    expected = max(v for k, v in values.items() if k[0] == 0.03 and k[2] == 0.001)
+    assert maps["eta_u", "kappa"][0, 0] == pytest.approx(expected)
+    assert maps["eta_u", "eta_l"].max() == pytest.approx(max(values.values()))
+    means = plot.pair_maps(scores, "mean")
+    expected = np.mean([v for k, v in values.items() if k[1] == 1000 and k[3] == 1])
+    assert means["eta_l", "gamma"][1, 1] == pytest.approx(expected)
+
+
+# -- the data -------------------------------------------------------------------------
+def test_synthetic_stand_in():
+    data = fc.synthetic_anomaly(500, random_state=1)
+    assert data.X.shape == (500, 10)
+    assert set(np.unique(data.y)) == {-1, 1}
+    assert int(np.sum(data.y < 0)) == 10  # At least one per fold.
+    assert np.allclose(data.X.mean(axis=0), 0) and np.allclose(data.X.std(axis=0), 1)
+    assert data.labeled.dtype == bool and 0 < data.labeled.sum() < 100
+    again = fc.synthetic_anomaly(500, random_state=1)
+    assert np.array_equal(data.X, again.X) and np.array_equal(
+        data.labeled, again.labeled
+    )
+    with pytest.raises(ValueError, match="n must be an int >= 20"):
+        fc.synthetic_anomaly(5)
+    with pytest.raises(ValueError, match="label_fraction must be in"):
+        fc.synthetic_anomaly(100, label_fraction=1.5)
+
+
+def test_loader_falls_back_with_a_notice(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(fc.DATA_ENV, str(tmp_path))  # A folder without covtype.npz.
+    data = fc.load_anomaly_data(n=300)
+    assert data.source == "synthetic stand-in" and len(data.y) == 300
+    err = capsys.readouterr().err
+    assert "covtype.npz not found" in err and "synthetic stand-in" in err
+    with pytest.raises(FileNotFoundError, match="fetch_covtype"):
+        fc.load_anomaly_data(tmp_path / "covtype.npz", n=300)
+
+
+@pytest.mark.skipif(not COVTYPE.is_file(), reason="needs ../shared/data/covtype.npz")
+def test_forestcover_sample():
+    data = fc.load_anomaly_data(n=2_000, random_state=0)
+    assert data.X.shape == (2_000, 10)
+    assert int(np.sum(data.y < 0)) == 19  # 0.96 % of 2,000, rounded.
+    assert 60 < data.labeled.sum() < 140  # About 5 %.
+    # The derivation of benchmarks/_data.py: the same rows for the same n and seed.
+    sys.path.insert(0, str(EXAMPLES.parent / "benchmarks"))
+    from _data import forestcover_anomaly
+
+    X, y, labeled = forestcover_anomaly(2_000, label_fraction=0.05, random_state=0)
+    assert np.allclose(data.X, X) and np.array_equal(data.y, y)
+    assert np.array_equal(data.labeled, labeled)
+    with pytest.raises(ValueError, match="n must be in"):
+        fc.forestcover_anomaly(COVTYPE, 1)
+
+
+# -- the shared helpers ---------------------------------------------------------------
+def test_grid_definition():
+    full = g.grid()
+    assert [len(v) for v in full.values()] == [10, 10, 10, 10]
+    assert len(g.grid_points(full)) == 10_000
+    assert g.grid(2)["eta_u"] == [0.03, 1000.0]
+    assert g.grid(1)["kappa"] == [0.001]
+    with pytest.raises(ValueError, match="size must be in"):
+        g.grid(0)
+    space = g.search_space(full)
+    assert all(d.log for d in space.values())
+
+
+def test_resumable_grid_sampler_reruns_failed_points_and_stops():
+    space = g.grid(2)
+    study = optuna.create_study(sampler=g.ResumableGridSampler(space, seed=0))
+    seen = []
+
+    def objective(trial):
+        params = {
+            name: trial.suggest_float(name, 1e-5, 1e4, log=True) for name in space
+        }
+        seen.append(tuple(sorted(params.items())))
+        if len(seen) in (3, 7):
+            raise RuntimeError("interrupted")
+        return 0.0
+
+    study.optimize(objective, n_trials=40, catch=(RuntimeError,))
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.FAIL) == 2
+    assert states.count(TrialState.COMPLETE) == 16  # Stopped by itself, grid done.
+    assert len(study.trials) == 18
+    assert len(set(seen)) == 16
+    # A new sampler on the same study finds nothing left.
+    assert g.ResumableGridSampler(space).n_remaining(study) == 0
+
+
+def test_compact_attrs_stores_one_cv_attribute():
+    def objective(trial):
+        trial.set_user_attr("mean_test_score", 0.5)
+        trial.set_user_attr("split0_test_score", 0.4)
+        trial.set_user_attr("backend", "native_tree")
+        return trial.suggest_float("x", 0, 1) * 0 + 0.5
+
+    study = optuna.create_study()
+    study.optimize(g.CompactAttrs(objective), n_trials=1)
+    attrs = study.trials[0].user_attrs
+    assert attrs == {
+        "mean_test_score": 0.5,
+        "cv": {"split0_test_score": 0.4, "backend": "native_tree"},
+    }
+
+
+def test_time_standard_cv_measures_both_methods():
+    from sklearn_ext import StratifiedTreeCVSplitter
+
+    data = fc.synthetic_anomaly(300)
+    plan = StratifiedTreeCVSplitter(10).plan(data.X, data.y)
+    points = g.grid_points(g.grid(2))
+    timing = g.time_standard_cv(data, points, plan, m=2)
+    assert timing["m"] == 2
+    assert timing["standard"] > 0 and timing["treecv"] > 0
+    assert g.time_standard_cv(data, points, plan, m=0) is None
