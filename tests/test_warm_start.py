@@ -279,3 +279,13 @@ def test_search_orders_candidates_by_C(separable):
     )
     assert store.n_skips > 0 and store.n_hits >= 15
     assert search.best_params_["C"] in grid["C"]
+
+
+def test_c_path_uses_the_estimators_empty_store(separable):
+    X, y = separable
+    store = WarmStartStore()
+    assert bool(store) and len(store) == 0
+    svm_c_path_cv(
+        AlphaSeededSVC(gamma=0.05, warm_start_store=store), X, y, [1, 4], cv=3
+    )
+    assert len(store) == 6 and store.n_hits == 3
