@@ -289,3 +289,16 @@ def test_c_path_uses_the_estimators_empty_store(separable):
         AlphaSeededSVC(gamma=0.05, warm_start_store=store), X, y, [1, 4], cv=3
     )
     assert len(store) == 6 and store.n_hits == 3
+
+
+@pytest.mark.parametrize(
+    "params", [dict(class_weight="balanced"), dict(kernel_dtype="float32")]
+)
+def test_c_path_multiclass_matches_cold(params):
+    X, y = load_iris(return_X_y=True)
+    Cs = [0.1, 1.0, 10.0, 100.0]
+    res = svm_c_path_cv(AlphaSeededSVC(**params), X, y, Cs, cv=5)
+    for i, C in enumerate(Cs):
+        cold = alpha_seeded_cv(AlphaSeededSVC(C=C, **params), X, y, cv=5)
+        assert abs(res["mean_test_score"][i] - cold["test_score"].mean()) <= 0.02
+    assert res["warm_start_hits"][1:].sum() > 0
