@@ -491,12 +491,13 @@ def print_times(
     standard: dict[str, float] | None,
     *,
     what: str = "this run",
+    unit: str = "grid points",
 ) -> None:
     """The measured time and the extrapolated time of standard 10-fold CV."""
     print(
         f"time: {seconds:.1f} s ({seconds / 60:.1f} min) for {n_points:,} "
-        f"grid points with 10-fold TreeCV, {what}; "
-        f"{1e3 * seconds / max(n_points, 1):.1f} ms per point"
+        f"{unit} with 10-fold TreeCV, {what}; "
+        f"{1e3 * seconds / max(n_points, 1):.1f} ms each"
     )
     if standard is None:
         return
@@ -504,7 +505,7 @@ def print_times(
     print(
         f"standard 10-fold CV: {1e3 * standard['standard']:.1f} ms per grid point "
         f"(TreeCV alone {1e3 * standard['treecv']:.1f} ms), measured on "
-        f"{standard['m']} random grid points; EXTRAPOLATED to {n_points:,} points: "
+        f"{standard['m']} random grid points; EXTRAPOLATED to {n_points:,} {unit}: "
         f"{total:.0f} s ({total / 60:.1f} min) of CV alone, no storage or "
         f"sampler time; {total / seconds:.1f}x the measured time"
     )

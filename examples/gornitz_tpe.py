@@ -40,16 +40,18 @@ import _gornitz as g  # noqa: E402
 from optuna_treecv import TreeCVObjective  # noqa: E402
 
 
-def grid_best(storage, study_name: str) -> float | None:
-    """Best value of the grid study, or None when there is none."""
+def grid_best(storage, study_name: str) -> tuple[float, float] | None:
+    """Best value of the grid study and its standard error over the folds, or
+    None when there is no such study or no complete trial."""
     try:
         study = optuna.load_study(study_name=study_name, storage=storage)
     except KeyError:
         return None
     try:
-        return study.best_value
+        trial = study.best_trial
     except ValueError:  # No complete trial.
         return None
+    return trial.value, float(trial.user_attrs.get("stderr_test_score", 0.0))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,31 +71,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tolerance",
         type=float,
-        default=0.0,
-        help="count the target reached at best >= target - tolerance",
+        default=None,
+        help="count the target reached at best >= target - tolerance (default: "
+        "the standard error of the grid's best over its folds, or 0 with --target)",
     )
     parser.add_argument("--n-trials", type=int, default=1_000, help="most trials")
+    parser.add_argument(
+        "--independent",
+        action="store_true",
+        help="TPE modelling each hyperparameter on its own (default: multivariate)",
+    )
     args = parser.parse_args(argv)
     given_name, args.study_name = args.study_name, None
     g.check_args(parser, args)  # Sets study_name to the grid script's default.
     if args.n_trials < 1:
         parser.error(f"--n-trials must be >= 1; got {args.n_trials}")
-    if args.tolerance < 0:
+    if args.tolerance is not None and args.tolerance < 0:
         parser.error(f"--tolerance must be >= 0; got {args.tolerance}")
     data = g.load_data(args)  # Adds "-synthetic" to study_name on the fallback.
     grid_study = args.grid_study or args.study_name
     args.study_name = given_name or args.study_name + "-tpe"
     storage = g.open_storage(args.storage)
-    target = args.target
+    target, tolerance = args.target, args.tolerance
     if target is None:
-        target = grid_best(storage, grid_study)
-        if target is None:
+        found = grid_best(storage, grid_study)
+        if found is None:
             parser.error(
                 f"no --target given and no grid study {grid_study!r} with complete "
                 f"trials in {args.storage}; run gornitz_optuna_grid.py with the "
                 "same options first"
             )
-        print(f"target: the grid's best mean AUROC, {target:.4f} ({grid_study!r})")
+        target, stderr = found
+        tolerance = stderr if tolerance is None else tolerance
+        print(
+            f"target: the grid's best mean AUROC, {target:.4f} ({grid_study!r}), "
+            f"reached at >= {target - tolerance:.4f} (tolerance {tolerance:.4f}, "
+            f"{'its standard error' if args.tolerance is None else 'given'})"
+        )
+    tolerance = tolerance or 0.0
     space = g.grid(args.grid_size)
     print(data.describe())
     print(f"study {args.study_name!r} in {args.storage}; {g.load_average()}")
@@ -102,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     study = optuna.create_study(
         study_name=args.study_name,
         storage=storage,
-        sampler=optuna.samplers.TPESampler(seed=args.seed),
+        sampler=optuna.samplers.TPESampler(
+            seed=args.seed, multivariate=not args.independent
+        ),  # Multivariate is Optuna 5's default for one objective.
         pruner=optuna.pruners.MedianPruner(n_startup_trials=10, n_warmup_steps=2),
         direction="maximize",
         load_if_exists=True,
@@ -121,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     reached: list[int] = []
 
     def stop_at_target(study: optuna.Study, trial) -> None:
-        if (
-            trial.state == TrialState.COMPLETE
-            and trial.value >= target - args.tolerance
-        ):
+        if trial.state == TrialState.COMPLETE and trial.value >= target - tolerance:
             reached.append(trial.number)
             study.stop()
 
@@ -155,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         args.sample_standard,
         args.seed,
     )
-    g.print_times(seconds, len(trials), standard, what="TPE trials, pruning on")
+    g.print_times(
+        seconds, len(trials), standard, what="TPE with pruning", unit="trials"
+    )
     return 0
 
 

@@ -60,7 +60,7 @@ def test_grid_script_end_to_end(grid_run):
     assert "grid: 16 points (2 x 2 x 2 x 2)" in out.stdout
     assert "grid complete: 16 points, 16 complete trials (0 repeated)" in out.stdout
     assert "best: mean 10-fold AUROC" in out.stdout
-    assert "EXTRAPOLATED to 16 points" in out.stdout
+    assert "EXTRAPOLATED to 16 grid points" in out.stdout
     assert "16/16 points" in out.stdout  # The last progress line.
     points = complete_points(storage, GRID_STUDY)
     assert sorted(points) == list(range(16))
@@ -73,20 +73,15 @@ def test_grid_script_end_to_end(grid_run):
     assert cv["backend"] == "native_tree"
 
 
-def test_grid_script_resumes_only_missing_points(tmp_path):
+def test_grid_script_resumes_only_missing_points(tmp_path, monkeypatch, capsys):
+    import gornitz_optuna_grid
+
+    monkeypatch.chdir(tmp_path)  # In process: the end-to-end run is the fixture's.
     storage = f"sqlite:///{tmp_path / 'r.db'}"
     name = "gornitz-n300-g2-synthetic"
-    first = run_script(
-        "gornitz_optuna_grid.py",
-        *TINY,
-        "--storage",
-        storage,
-        "--max-trials",
-        "5",
-        cwd=tmp_path,
-    )
-    assert first.returncode == 0, first.stderr
-    assert "11 grid points left" in first.stdout
+    args = [*TINY, "--storage", storage]
+    assert gornitz_optuna_grid.main([*args, "--max-trials", "5"]) == 0
+    assert "11 grid points left" in capsys.readouterr().out
     done = complete_points(storage, name)
     assert len(done) == 5
     # An interrupted trial (FAIL) on a missing point and a trial left RUNNING by
@@ -102,24 +97,19 @@ def test_grid_script_resumes_only_missing_points(tmp_path):
         )
     )
     stale = study.ask()
-    second = run_script(
-        "gornitz_optuna_grid.py", *TINY, "--storage", storage, cwd=tmp_path
-    )
-    assert second.returncode == 0, second.stderr
-    assert "resuming: 5 of 16 grid points already complete" in second.stdout
-    assert "1 stale running trial(s) marked failed" in second.stdout
-    assert "grid complete: 16 points, 16 complete trials (0 repeated)" in second.stdout
-    assert "for 11 grid points" in second.stdout
+    assert gornitz_optuna_grid.main(args) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 5 of 16 grid points already complete" in out
+    assert "1 stale running trial(s) marked failed" in out
+    assert "grid complete: 16 points, 16 complete trials (0 repeated)" in out
+    assert "for 11 grid points" in out
     points = complete_points(storage, name)
     assert sorted(points) == list(range(16))  # Each point exactly once.
     study = optuna.load_study(study_name=name, storage=storage)
     assert study.trials[stale.number].state == TrialState.FAIL
     # A third run has nothing to do.
-    third = run_script(
-        "gornitz_optuna_grid.py", *TINY, "--storage", storage, cwd=tmp_path
-    )
-    assert third.returncode == 0, third.stderr
-    assert "resuming: 16 of 16" in third.stdout
+    assert gornitz_optuna_grid.main(args) == 0
+    assert "resuming: 16 of 16" in capsys.readouterr().out
     assert len(complete_points(storage, name)) == 16
 
 
@@ -164,7 +154,7 @@ def test_search_cv_script(tmp_path):
     assert "searched 16 candidates" in out.stdout
     assert "best: mean 10-fold AUROC" in out.stdout
     assert "TreeCVSearchCV, refit included" in out.stdout
-    assert "EXTRAPOLATED to 16 points" in out.stdout
+    assert "EXTRAPOLATED to 16 grid points" in out.stdout
     assert not list(tmp_path.iterdir())  # No storage.
 
 
@@ -185,11 +175,23 @@ def test_tpe_script_reads_the_grid_target(grid_run, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert f"target: the grid's best mean AUROC, {best:.4f}" in out.stdout
+    assert "(tolerance 0.0500, given)" in out.stdout
     assert f"reached the target {best:.4f} after" in out.stdout
     tpe = optuna.load_study(study_name=GRID_STUDY + "-tpe", storage=storage)
     assert 1 <= len(tpe.trials) <= 40
     assert tpe.best_value >= best - 0.05
-    assert "TPE trials, pruning on" in out.stdout
+    assert "TPE with pruning" in out.stdout
+
+
+def test_tpe_default_tolerance_is_the_grid_best_stderr(grid_run):
+    import gornitz_tpe
+
+    storage, _ = grid_run
+    best = optuna.load_study(study_name=GRID_STUDY, storage=storage).best_trial
+    value, stderr = gornitz_tpe.grid_best(storage, GRID_STUDY)
+    assert value == best.value
+    assert stderr == best.user_attrs["stderr_test_score"] > 0
+    assert gornitz_tpe.grid_best(storage, "no-such-study") is None
 
 
 def test_tpe_script_needs_a_target(tmp_path, monkeypatch, capsys):
