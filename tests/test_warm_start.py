@@ -8,10 +8,10 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_classification
-from sklearn.model_selection import ParameterGrid
+from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.preprocessing import scale
 
-from sklearn_ext import TreeCVSearchCV
+from sklearn_ext import FoldPlan, TreeCVSearchCV
 from sklearn_ext.model_selection._search import warm_start_order
 from sklearn_ext.svm import (
     AlphaSeededSVC,
@@ -133,16 +133,35 @@ def test_multiclass_with_store():
 
 def test_fingerprint_mismatch_starts_cold(noisy):
     X, y = noisy
+    plan = FoldPlan(
+        [t for _, t in StratifiedKFold(4, shuffle=True, random_state=0).split(X, y)],
+        n_samples=X.shape[0],
+    )
     store = WarmStartStore()
-    AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    model = AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store)
+    alpha_seeded_cv(model, X, y, cv=plan)
     changed = X.copy()
     changed[0, 0] += 1.0
+    # The same folds and kernel on other data: a warning, then cold starts.
     with pytest.warns(UserWarning, match="fingerprint mismatch"):
-        model = AlphaSeededSVC(C=2.0, gamma=0.2, warm_start_store=store).fit(changed, y)
-    assert np.isnan(model.warm_start_C_[0])
-    cold = AlphaSeededSVC(C=2.0, gamma=0.2).fit(changed, y)
-    assert_allclose(model.objective_, cold.objective_, rtol=1e-9)
-    assert model.n_iter_[0] == cold.n_iter_[0]
+        warm = alpha_seeded_cv(model.set_params(C=2.0), changed, y, cv=plan)
+    cold = alpha_seeded_cv(AlphaSeededSVC(C=2.0, gamma=0.2), changed, y, cv=plan)
+    assert np.all(np.isnan(warm["warm_start_seed"]))
+    assert_array_equal(warm["n_iter"], cold["n_iter"])
+    for a, b in zip(warm["objective"], cold["objective"], strict=True):
+        assert_allclose(a, b, rtol=1e-12)
+
+
+def test_fits_on_other_data_are_other_problems(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store).fit(X[:150], y[:150])
+    # Same size, other rows (as the folds of a standard CV): a plain miss.
+    model = AlphaSeededSVC(C=2.0, gamma=0.2, warm_start_store=store)
+    model.fit(X[50:], y[50:])
+    assert np.isnan(model.warm_start_C_[0]) and len(store) == 2
+    model = AlphaSeededSVC(C=4.0, gamma=0.2, warm_start_store=store)
+    assert model.fit(X[:150], y[:150]).warm_start_C_[0] == 1.0
 
 
 def test_other_kernels_are_other_problems(noisy):
@@ -260,3 +279,26 @@ def test_search_orders_candidates_by_C(separable):
     )
     assert store.n_skips > 0 and store.n_hits >= 15
     assert search.best_params_["C"] in grid["C"]
+
+
+def test_c_path_uses_the_estimators_empty_store(separable):
+    X, y = separable
+    store = WarmStartStore()
+    assert bool(store) and len(store) == 0
+    svm_c_path_cv(
+        AlphaSeededSVC(gamma=0.05, warm_start_store=store), X, y, [1, 4], cv=3
+    )
+    assert len(store) == 6 and store.n_hits == 3
+
+
+@pytest.mark.parametrize(
+    "params", [dict(class_weight="balanced"), dict(kernel_dtype="float32")]
+)
+def test_c_path_multiclass_matches_cold(params):
+    X, y = load_iris(return_X_y=True)
+    Cs = [0.1, 1.0, 10.0, 100.0]
+    res = svm_c_path_cv(AlphaSeededSVC(**params), X, y, Cs, cv=5)
+    for i, C in enumerate(Cs):
+        cold = alpha_seeded_cv(AlphaSeededSVC(C=C, **params), X, y, cv=5)
+        assert abs(res["mean_test_score"][i] - cold["test_score"].mean()) <= 0.02
+    assert res["warm_start_hits"][1:].sum() > 0

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import optuna
@@ -326,3 +327,26 @@ def test_forged_solutions_only_seed(data, tmp_path):
     assert session.n_skips == 0 and session.n_hits > 0
     for a, b in zip(warm["objective"], cold["objective"], strict=True):
         assert_allclose(a, b, rtol=1e-3)
+
+
+def test_standard_backend_fits_share_the_store(data):
+    X, y = data
+    store = WarmStartStore()
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05),
+        SPACE,
+        X,
+        y,
+        cv=4,
+        backend="standard",
+        warm_start_store=store,
+    )
+    study = _study_with([1.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # each fold is its own problem: no mismatch
+        study.optimize(objective, n_trials=2)
+    first, second = study.trials
+    assert first.user_attrs["backend"] == "standard"
+    assert first.user_attrs["warm_start_hits"] == 0
+    assert second.user_attrs["warm_start_hits"] == 4
+    assert second.user_attrs["warm_start_seed"] == 1.0

@@ -240,8 +240,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 repair_equality(alpha, y_pm, C)
                 G = None
             problem = PairProblem(a, b, idx, y_pm, C, alpha, G)
-            found = keys.lookup(rows, a, b, idx.shape[0]) if starts is None else None
-            seeds.append(keys.solve(store, problem, found, rows))
+            found = keys.lookup(None, a, b, idx.shape[0]) if starts is None else None
+            seeds.append(keys.solve(store, problem, found, None))
             problems.append(problem)
         self._set_model(problems, X, gamma, n_classes)
         self._set_seeds(seeds)
@@ -519,7 +519,10 @@ class _StoreKeys:
         return self.store.kernel_store(key, lambda: model._kernel_store(X, gamma))
 
     def slot(self, rows, a, b) -> tuple:
-        return (self.kernel, rows_fingerprint(rows), int(a), int(b))
+        # A fit's problem is its data (a fold of a standard CV is a fit on other
+        # data, not changed data); a CV fold's is its rows of the data set.
+        where = "fit:" + self.data if rows is None else rows_fingerprint(rows)
+        return (self.kernel, where, int(a), int(b))
 
     def lookup(self, rows, a, b, n_variables):
         """``(StoredSolution, skip)`` to start from, or ``None``."""

@@ -11,6 +11,7 @@ from sklearn.base import clone
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_array, check_consistent_length
 
+from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.svm._classes import AlphaSeededSVC, _pairs, _StoreKeys
 from sklearn_ext.svm._kernel_store import KernelStore
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
@@ -80,13 +81,23 @@ class FoldSolution:
     def accuracy(self, test_rows, y_test) -> float:
         """Accuracy on global rows ``test_rows``, reading the kernel store."""
         model = self.model
-        dec = np.empty((len(test_rows), len(model._pair_coefs)))
+        rows = np.ascontiguousarray(test_rows, dtype=np.intp)
+        ones = np.ones(rows.shape[0])
+        dec = np.empty((rows.shape[0], len(model._pair_coefs)))
         for p, (cols, coef) in enumerate(
             zip(model._pair_columns, model._pair_coefs, strict=True)
         ):
-            # Gathered in the pair's own column order: no copy of a wide block.
-            K = self.store.block(test_rows, model._support_rows[cols])
-            dec[:, p] = K @ coef - model._rho[p]
+            # Summed column by column over the support vectors, no block built.
+            values = np.full(rows.shape[0], -model._rho[p])
+            update_gradient(
+                self.store.columns,
+                rows,
+                ones,
+                values,
+                np.ascontiguousarray(model._support_rows[cols], dtype=np.intp),
+                np.ascontiguousarray(coef, dtype=np.float64),
+            )
+            dec[:, p] = values
         return float(np.mean(model._vote(dec) == y_test))
 
 

@@ -122,7 +122,9 @@ def svm_c_path_cv(
     gamma_values = None if gammas is None else _check_positive(gammas, "gammas")
     model = as_alpha_seeded(estimator)
     if warm_start_store is None:
-        warm_start_store = getattr(model, "warm_start_store", None) or WarmStartStore()
+        warm_start_store = getattr(model, "warm_start_store", None)
+    if warm_start_store is None:
+        warm_start_store = WarmStartStore()
     X = check_array(X, accept_sparse="csr", dtype=None, ensure_all_finite=True)
     y = check_array(y, ensure_2d=False, dtype=None)
     check_consistent_length(X, y)

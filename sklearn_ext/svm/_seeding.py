@@ -126,8 +126,17 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
     # Gradient of T from scratch, reading the (symmetric) columns of T.
     sv = alpha > 0
     if t_rows.shape[0]:
-        K_ts = store.block(idx[sv], t_rows).T
-        G[~in_s] = y_t * (K_ts @ (y[sv] * alpha[sv])) - 1.0
+        # Column by column over the support vectors, no (SV x T) block built.
+        G_t = np.full(t_rows.shape[0], -1.0)
+        update_gradient(
+            store.columns,
+            np.ascontiguousarray(t_rows),
+            np.ascontiguousarray(y_t),
+            G_t,
+            np.ascontiguousarray(idx[sv]),
+            np.ascontiguousarray(y[sv] * alpha[sv]),
+        )
+        G[~in_s] = G_t
     return PairProblem(previous.first, previous.second, idx, y, C, alpha, G)
 
 

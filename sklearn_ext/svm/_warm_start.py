@@ -261,6 +261,10 @@ class WarmStartStore:
     def __len__(self) -> int:
         return self._n_solutions
 
+    def __bool__(self) -> bool:
+        # An empty store is still a store (``store or default`` must keep it).
+        return True
+
     def session(self) -> WarmStartSession:
         """A view of this store that counts its own hits and skips."""
         return WarmStartSession(self)
