@@ -181,6 +181,20 @@ def test_search_cv_script(tmp_path):
     assert not list(tmp_path.iterdir())  # No storage.
 
 
+def test_scripts_fall_back_to_the_stand_in(tmp_path, monkeypatch, capsys):
+    import gornitz_search_cv
+
+    monkeypatch.setenv(fc.DATA_ENV, str(tmp_path))  # No covtype.npz there.
+    monkeypatch.chdir(tmp_path)
+    assert (
+        gornitz_search_cv.main(["--quick", "--n", "300", "--sample-standard", "0"]) == 0
+    )
+    out = capsys.readouterr()
+    assert "covtype.npz not found" in out.err and "Using the synthetic" in out.err
+    assert "synthetic stand-in: 300 rows" in out.out
+    assert "searched 16 candidates" in out.out
+
+
 # -- script (c): TPE with pruning -----------------------------------------------------
 def test_tpe_script_reads_the_grid_target(grid_run, tmp_path):
     storage, _ = grid_run
@@ -245,6 +259,18 @@ def test_heatmaps_from_the_grid_study(grid_run, tmp_path, capsys):
         assert code == 1 and "matplotlib is not installed" in out.err
     else:
         assert code == 0 and output.stat().st_size > 1000
+
+
+def test_heatmaps_need_the_grid_study(tmp_path, capsys):
+    import plot_gornitz_heatmaps as plot
+
+    storage = f"sqlite:///{tmp_path / 'empty.db'}"
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main([*TINY, "--storage", storage, "--no-plot"])
+    assert exit_info.value.code == 2
+    assert "run gornitz_optuna_grid.py with the same options first" in (
+        capsys.readouterr().err
+    )
 
 
 def test_heatmap_maxima():
