@@ -252,13 +252,28 @@ def test_heatmaps_from_the_grid_study(grid_run, tmp_path, capsys):
     code = plot.main([*TINY, "--storage", storage, "--output", str(output)])
     out = capsys.readouterr()
     assert "16 of 16 grid points complete" in out.out
-    assert "rows eta_u, columns gamma" in out.out
+    assert "max AUROC over the others; rows eta_u, columns gamma" in out.out
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         assert code == 1 and "matplotlib is not installed" in out.err
     else:
         assert code == 0 and output.stat().st_size > 1000
+
+
+def test_heatmaps_without_matplotlib(grid_run, tmp_path, monkeypatch, capsys):
+    import plot_gornitz_heatmaps as plot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # Import fails.
+    storage, _ = grid_run
+    output = tmp_path / "maps.png"
+    args = [*TINY, "--storage", storage, "--output", str(output), "--reduce", "mean"]
+    assert plot.main(args) == 1
+    out = capsys.readouterr()
+    assert "mean AUROC over the others; rows kappa, columns gamma" in out.out
+    assert "matplotlib is not installed" in out.err and "--no-plot" in out.err
+    assert not output.exists()
+    assert plot.main([*args, "--no-plot"]) == 0
 
 
 def test_heatmaps_need_the_grid_study(tmp_path, capsys):
