@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             what="Optuna + storage included",
             method="TreeCV" if args.method == "treecv" else "STANDARD CV",
         )
-    return 0
+    return 130 if interrupted else 0  # 128 + SIGINT, as a shell reports Ctrl-C.
 
 
 if __name__ == "__main__":

@@ -136,6 +136,39 @@ def test_grid_script_standard_method_same_scores(
         assert trial.value == pytest.approx(same.value, abs=1e-12)  # Same models.
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_grid_script_ctrl_c_then_resume(tmp_path):
+    import signal
+
+    storage = f"sqlite:///{tmp_path / 'c.db'}"
+    args = ["--synthetic", "--n", "2000", "--grid-size", "4", "--storage", storage]
+    command = [sys.executable, str(EXAMPLES / "gornitz_optuna_grid.py"), *args]
+    process = subprocess.Popen(
+        [*command, "--sample-standard", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    for line in process.stdout:
+        if "/256 points" in line:  # The first progress line: send Ctrl-C.
+            process.send_signal(signal.SIGINT)
+            break
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "interrupted:" in out and "run the same command again" in out
+    name = "gornitz-n2000-g4-synthetic"
+    study = optuna.load_study(study_name=name, storage=storage)
+    n_done = len(study.get_trials(states=(TrialState.COMPLETE,)))
+    assert 2 <= n_done < 256
+    again = run_script(
+        "gornitz_optuna_grid.py", *args, "--sample-standard", "1", cwd=tmp_path
+    )
+    assert again.returncode == 0, again.stderr
+    assert f"resuming: {n_done} of 256 grid points already complete" in again.stdout
+    assert "grid complete: 256 points, 256 complete trials (0 repeated)" in again.stdout
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
