@@ -377,13 +377,13 @@ def test_loader_falls_back_with_a_notice(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.skipif(not COVTYPE.is_file(), reason="needs ../shared/data/covtype.npz")
-def test_forestcover_sample():
+def test_forestcover_sample(monkeypatch):
     data = fc.load_anomaly_data(n=2_000, random_state=0)
     assert data.X.shape == (2_000, 10)
     assert int(np.sum(data.y < 0)) == 19  # 0.96 % of 2,000, rounded.
     assert 60 < data.labeled.sum() < 140  # About 5 %.
     # The derivation of benchmarks/_data.py: the same rows for the same n and seed.
-    sys.path.insert(0, str(EXAMPLES.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(EXAMPLES.parent / "benchmarks"))
     from _data import forestcover_anomaly
 
     X, y, labeled = forestcover_anomaly(2_000, label_fraction=0.05, random_state=0)
