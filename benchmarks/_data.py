@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from pathlib import Path
@@ -45,30 +44,16 @@ def covtype_binary(seed: int = 0, n_samples: int | None = None):
     return np.ascontiguousarray(X[order]), t[order]
 
 
-@functools.lru_cache(maxsize=1)
-def _forestcover_rows():
-    """Classes 2 and 4 of Covertype, 10 features standardised (read-only, cached)."""
-    with np.load(require("covtype.npz")) as data:
-        keep = np.isin(data["y"], (2, 4))
-        X = data["X"][keep, :10].astype(np.float64)
-        y = np.where(data["y"][keep] == 2, 1, -1)
-    X -= X.mean(axis=0)
-    X /= X.std(axis=0)
-    X.setflags(write=False)
-    y.setflags(write=False)
-    return X, y
-
-
 def forestcover_anomaly(
     n: int | None = None, label_fraction: float = 0.05, random_state: int = 0
 ):
     """The ForestCover anomaly benchmark: class 2 normal, class 4 anomalous.
 
-    The rows of Covertype classes 2 (283,301, label +1) and 4 (2,747, label -1),
-    the 10 quantitative features (the first 10 columns), standardised over these
-    286,048 rows; rows permuted once. ``n`` draws a stratified sample of ``n``
-    rows (the anomaly rate kept); ``label_fraction`` of the rows, drawn at
-    random, have their label revealed to training.
+    The derivation of the Görnitz examples (``examples/_forestcover.py``): the
+    rows of Covertype classes 2 (283,301, label +1) and 4 (2,747, label -1),
+    the 10 quantitative features standardised, rows permuted once. ``n`` draws
+    a stratified sample of ``n`` rows (all rows when None); ``label_fraction``
+    of the rows, drawn at random, have their label revealed to training.
 
     Returns
     -------
@@ -78,21 +63,20 @@ def forestcover_anomaly(
     labeled : ndarray of bool of shape (n,)
         Which labels training may see.
     """
-    if not 0.0 <= label_fraction <= 1.0:
-        raise ValueError(
-            f"label_fraction must be in [0, 1]; got {label_fraction!r} instead."
-        )
-    X, y = _forestcover_rows()
-    rng = np.random.RandomState(random_state)
-    order = rng.permutation(len(y))
-    if n is not None:
-        if not 2 <= n <= len(y):
-            raise ValueError(f"n must be in [2, {len(y)}]; got {n!r} instead.")
-        anomalies = order[y[order] < 0]
-        normals = order[y[order] > 0]
-        n_anomalies = max(1, round(n * len(anomalies) / len(y)))
-        order = rng.permutation(
-            np.r_[anomalies[:n_anomalies], normals[: n - n_anomalies]]
-        )
-    labeled = rng.rand(len(order)) < label_fraction
-    return np.ascontiguousarray(X[order]), y[order], labeled
+    data = _examples_forestcover().forestcover_anomaly(
+        require("covtype.npz"),
+        n,
+        label_fraction=label_fraction,
+        random_state=random_state,
+    )
+    return data.X, data.y, data.labeled
+
+
+def _examples_forestcover():
+    """``examples/_forestcover.py``, the one place the benchmark is derived."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    try:
+        import _forestcover
+    finally:
+        sys.path.pop(0)
+    return _forestcover

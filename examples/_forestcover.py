@@ -10,9 +10,8 @@ training (the ``labeled`` mask of ``SemiSupervisedAnomalyDetector.fit``); the
 true labels of all rows are kept for scoring held-out folds.
 
 The file read is ``covtype.npz`` (arrays ``X`` int16 of shape (581012, 54) and
-``y`` in 1..7), the project's shared copy of the UCI data. This is the same
-derivation as ``benchmarks/_data.py:forestcover_anomaly`` (same rows for the
-same ``n`` and seed).
+``y`` in 1..7), the project's shared copy of the UCI data. The benchmarks
+(``benchmarks/_data.py``) load it through this module too.
 
 When the file is missing, :func:`synthetic_anomaly` draws a small stand-in
 (Gaussian clusters with scattered anomalies) so the examples run anywhere.
@@ -20,6 +19,7 @@ When the file is missing, :func:`synthetic_anomaly` draws a small stand-in
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -86,13 +86,17 @@ def missing_data_message(path: Path) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1)
 def _forestcover_rows(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Classes 2 and 4, 10 features standardised (read-only, cached per path)."""
     with np.load(path) as data:
         keep = np.isin(data["y"], (2, 4))
         X = data["X"][keep, :10].astype(np.float64)
         y = np.where(data["y"][keep] == 2, 1, -1)
     X -= X.mean(axis=0)
     X /= X.std(axis=0)
+    X.setflags(write=False)
+    y.setflags(write=False)
     return X, y
 
 
@@ -149,7 +153,7 @@ def forestcover_anomaly(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(missing_data_message(path))
-    X, y = _forestcover_rows(path)
+    X, y = _forestcover_rows(path.resolve())
     if n is not None and not 2 <= n <= len(y):
         raise ValueError(f"n must be in [2, {len(y)}]. Got {n!r} instead.")
     rng = np.random.RandomState(random_state)

@@ -377,18 +377,11 @@ def test_loader_falls_back_with_a_notice(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.skipif(not COVTYPE.is_file(), reason="needs ../shared/data/covtype.npz")
-def test_forestcover_sample(monkeypatch):
+def test_forestcover_sample():
     data = fc.load_anomaly_data(n=2_000, random_state=0)
     assert data.X.shape == (2_000, 10)
     assert int(np.sum(data.y < 0)) == 19  # 0.96 % of 2,000, rounded.
     assert 60 < data.labeled.sum() < 140  # About 5 %.
-    # The derivation of benchmarks/_data.py: the same rows for the same n and seed.
-    monkeypatch.syspath_prepend(str(EXAMPLES.parent / "benchmarks"))
-    from _data import forestcover_anomaly
-
-    X, y, labeled = forestcover_anomaly(2_000, label_fraction=0.05, random_state=0)
-    assert np.allclose(data.X, X) and np.array_equal(data.y, y)
-    assert np.array_equal(data.labeled, labeled)
     with pytest.raises(ValueError, match="n must be in"):
         fc.forestcover_anomaly(COVTYPE, 1)
 
