@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 DATA_ENV = "OPTUNA_TREECV_DATA"
 
@@ -80,3 +83,31 @@ def _examples_forestcover():
     finally:
         sys.path.pop(0)
     return _forestcover
+
+
+def svm_dataset(name: str, n_rows: int | None = None):
+    """An SVM set of the shared data (heart, madelon, a9a, w8a), or None if absent.
+
+    Dense sets come as float64 arrays, the binary sparse ones (a9a, w8a) as CSR;
+    madelon is standardised. ``n_rows`` draws a stratified sample (seed 0).
+    """
+    path = data_dir() / f"{name}.npz"
+    if not path.is_file():
+        return None
+    with np.load(path, allow_pickle=False) as npz:
+        if "X" in npz:
+            X = np.asarray(npz["X"], dtype=np.float64)
+        else:
+            indices = npz["indices"]
+            X = sp.csr_matrix(
+                (np.ones(len(indices)), indices, npz["indptr"]),
+                shape=tuple(npz["shape"]),
+            )
+        y = np.asarray(npz["y"])
+    if name == "madelon":
+        X = StandardScaler().fit_transform(X)
+    if n_rows is not None and n_rows < X.shape[0]:
+        X, _, y, _ = train_test_split(
+            X, y, train_size=n_rows, stratify=y, random_state=0
+        )
+    return X, y

@@ -28,14 +28,12 @@ import sys
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.metrics.pairwise import rbf_kernel
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
-from sklearn.preprocessing import StandardScaler
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import data_dir  # noqa: E402
+from _data import data_dir, svm_dataset  # noqa: E402
 
 from sklearn_ext import TreeCVSearchCV  # noqa: E402
 from sklearn_ext.model_selection import FoldPlan  # noqa: E402
@@ -54,28 +52,6 @@ SETS = {
     "a9a": (4000, 0.5),
 }
 QUICK = {"heart": (None, 0.2), "a9a": (1000, 0.5)}
-
-
-def load(name: str, n_rows: int | None):
-    path = data_dir() / f"{name}.npz"
-    if not path.is_file():
-        return None
-    npz = np.load(path, allow_pickle=False)
-    if "X" in npz:
-        X = np.asarray(npz["X"], dtype=np.float64)
-    else:
-        indices = npz["indices"]
-        X = sp.csr_matrix(
-            (np.ones(len(indices)), indices, npz["indptr"]), shape=tuple(npz["shape"])
-        )
-    y = np.asarray(npz["y"])
-    if name == "madelon":
-        X = StandardScaler().fit_transform(X)
-    if n_rows is not None and n_rows < X.shape[0]:
-        X, _, y, _ = train_test_split(
-            X, y, train_size=n_rows, stratify=y, random_state=0
-        )
-    return X, y
 
 
 def _n_iter(estimator, X, y) -> float:
@@ -240,7 +216,7 @@ def main(argv=None) -> int:
     names = args.sets.split(",") if args.sets else list(sets)
     for name in names:
         n_rows, gamma = sets[name]
-        data = load(name, n_rows)
+        data = svm_dataset(name, n_rows)
         if data is None:
             print(f"{name}.npz not found in {data_dir()}; skipped.")
             continue

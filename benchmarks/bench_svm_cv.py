@@ -19,46 +19,20 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.model_selection import StratifiedKFold, train_test_split
-from sklearn.preprocessing import StandardScaler
+from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
-from sklearn_ext.model_selection import FoldPlan
-from sklearn_ext.svm import AlphaSeededSVC, alpha_seeded_cv
-from sklearn_ext.svm._kernel_store import kernel_matrix
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _data import data_dir, svm_dataset  # noqa: E402
+
+from sklearn_ext.model_selection import FoldPlan  # noqa: E402
+from sklearn_ext.svm import AlphaSeededSVC, alpha_seeded_cv  # noqa: E402
+from sklearn_ext.svm._kernel_store import kernel_matrix  # noqa: E402
 
 SEEDINGS = ("sir", "mir", "ato", "keep")
-
-
-def data_dir() -> Path:
-    env = os.environ.get("OPTUNA_TREECV_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def load(name: str, n_rows: int | None):
-    path = data_dir() / f"{name}.npz"
-    if not path.exists():
-        return None
-    npz = np.load(path)
-    if "X" in npz:
-        X = np.asarray(npz["X"], dtype=np.float64)
-    else:
-        indices = npz["indices"]
-        X = sp.csr_matrix(
-            (np.ones(len(indices)), indices, npz["indptr"]), shape=tuple(npz["shape"])
-        )
-    y = np.asarray(npz["y"])
-    if name == "madelon":
-        X = StandardScaler().fit_transform(X)
-    if n_rows is not None and n_rows < X.shape[0]:
-        X, _, y, _ = train_test_split(
-            X, y, train_size=n_rows, stratify=y, random_state=0
-        )
-    return X, y
 
 
 SETS = {
@@ -171,7 +145,7 @@ def main(argv=None) -> int:
     names = args.sets.split(",") if args.sets else list(sets)
     for name in names:
         rows, C, gamma, ks = sets[name]
-        data = load(name, rows)
+        data = svm_dataset(name, rows)
         if data is None:
             print(f"{name}.npz not found in {data_dir()}; skipped.")
             continue
