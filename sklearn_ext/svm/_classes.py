@@ -223,7 +223,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             )
         gamma = self._resolve_gamma(X)
         keys = _StoreKeys(self, X, y, gamma)
-        store = keys.kernel_store(self, X, gamma)
+        store = keys.kernel_store(X, gamma)
         c_by_class = self._class_C(y_enc, n_classes)
         rows = np.arange(X.shape[0], dtype=np.intp)
         starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
@@ -507,7 +507,8 @@ class _StoreKeys:
             model.kernel, gamma, model.degree, model.coef0, model.class_weight
         )
 
-    def kernel_store(self, model, X, gamma) -> KernelStore:
+    def kernel_store(self, X, gamma) -> KernelStore:
+        model = self.model
         if self.store is None:
             return model._kernel_store(X, gamma)
         key = (

@@ -133,7 +133,7 @@ def run_folds(
     # share one kernel (per fold it differs by O(1/k) of the variance).
     gamma = model._resolve_gamma(X)
     keys = _StoreKeys(model, X, y, gamma)
-    store = keys.kernel_store(model, X, gamma)
+    store = keys.kernel_store(X, gamma)
     rng = np.random.default_rng(random_state)
     n = X.shape[0]
     everything = np.ones(n, dtype=bool)

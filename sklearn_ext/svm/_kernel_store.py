@@ -115,6 +115,19 @@ class KernelStore:
         ``K(x_i, x_i)``.
     is_dense : bool
         Whether the whole matrix is held.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.svm import KernelStore
+    >>> X = np.random.RandomState(0).normal(size=(300, 5))
+    >>> full = KernelStore(X, "rbf", 0.2, 3, 0.0, cache_size=10)
+    >>> half = KernelStore(X, "rbf", 0.2, 3, 0.0, cache_size=10, dtype=np.float32)
+    >>> full.is_dense, half.is_dense
+    (True, True)
+    >>> rows = np.arange(4)
+    >>> bool(np.allclose(full.block(rows, rows), half.block(rows, rows), atol=1e-6))
+    True
     """
 
     def __init__(

@@ -113,11 +113,6 @@ class StoredSolution:
             at_bound=bool(np.any(alpha >= problem.C)),
         )
 
-    @property
-    def support(self) -> np.ndarray:
-        """Positions (within the problem's rows) of the nonzero alphas."""
-        return np.flatnonzero(self.alpha > 0)
-
 
 @dataclass
 class _Slot:
@@ -270,14 +265,6 @@ class WarmStartStore:
         return WarmStartSession(self)
 
     # -- solutions ---------------------------------------------------------------
-    def get(self, slot: tuple, data: str, C: float) -> StoredSolution | None:
-        """The stored solution of problem ``slot`` at exactly ``C``, if any."""
-        with self._lock:
-            entry = self._slots.get(slot)
-            if entry is None or entry.data != data:
-                return None
-            return entry.solutions.get(float(C))
-
     def put(self, slot: tuple, data: str, solution: StoredSolution) -> None:
         """Keep ``solution`` for problem ``slot`` on data with hash ``data``."""
         _check_C(solution.C)
@@ -371,6 +358,20 @@ class WarmStartSession:
         The stored ``C`` each served seed came from.
     new_solutions : list of (tuple, str, StoredSolution)
         What this session stored, in order.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = scale(X)
+    >>> store = WarmStartStore()
+    >>> _ = AlphaSeededSVC(C=1.0, warm_start_store=store.session()).fit(X, y)
+    >>> session = store.session()
+    >>> _ = AlphaSeededSVC(C=2.0, warm_start_store=session).fit(X, y)
+    >>> session.n_hits, session.seed_Cs, store.n_hits
+    (1, [1.0], 1)
     """
 
     def __init__(self, store: WarmStartStore) -> None:
@@ -403,9 +404,6 @@ class WarmStartSession:
 
     def session(self) -> WarmStartSession:
         return WarmStartSession(self.store)
-
-    def get(self, slot, data, C):
-        return self.store.get(slot, data, C)
 
     def put(self, slot, data, solution) -> None:
         self.store.put(slot, data, solution)
