@@ -248,6 +248,22 @@ def test_c_path_matches_separate_cv_runs(separable):
     assert res["mean_test_score"][best] == res["mean_test_score"].max()
 
 
+def test_c_path_table_is_the_search_table(separable):
+    """svm_c_path_cv gives TreeCVSearchCV's cv_results_ for the same candidates."""
+    X, y = separable
+    Cs = [4.0, 1.0, 16.0]
+    res = svm_c_path_cv(AlphaSeededSVC(gamma=0.1), X, y, Cs, cv=4)
+    search = TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": Cs}, cv=4).fit(X, y)
+    table = search.cv_results_
+    extra = {"n_iter", "warm_start_hits", "warm_start_skips"}
+    assert set(res) - extra == set(table)
+    assert res["params"] == table["params"] and list(res["param_C"]) == Cs
+    assert_array_equal(res["n_samples_fed"], table["n_samples_fed"])
+    for f in range(4):
+        assert_allclose(res[f"split{f}_test_score"], table[f"split{f}_test_score"])
+    assert_array_equal(res["rank_test_score"], table["rank_test_score"])
+
+
 def test_c_path_bad_input(noisy):
     X, y = noisy
     with pytest.raises(ValueError, match="'Cs' parameter of svm_c_path_cv"):

@@ -8,7 +8,6 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.utils.validation import check_array, check_consistent_length
 
@@ -97,8 +96,10 @@ def svm_c_path_cv(
         in the given order (``gamma`` outer): ``params``, ``param_C``
         (``param_gamma``), ``split{i}_test_score``, ``mean_test_score``,
         ``std_test_score``, ``rank_test_score``, ``mean_fit_time``,
-        ``std_fit_time``, ``mean_score_time``, ``std_score_time``; plus
-        ``n_iter`` (SMO iterations over all folds), ``warm_start_hits`` (folds
+        ``std_fit_time``, ``mean_score_time``, ``std_score_time`` (the table
+        of :class:`~sklearn_ext.TreeCVSearchCV`, with ``n_samples_fed`` the
+        training rows of all folds); plus ``n_iter`` (SMO iterations over all
+        folds), ``warm_start_hits`` (folds
         started from a stored solution) and ``warm_start_skips`` (one-vs-one
         problems solved by the exact skip).
 
@@ -116,6 +117,7 @@ def svm_c_path_cv(
     [4, 2, 1, 3]
     """
     from sklearn_ext.model_selection._plan import FoldPlan
+    from sklearn_ext.model_selection._search import _results_table
     from sklearn_ext.model_selection._validation import make_fold_plan, make_scorer_dict
 
     Cs = _check_positive(Cs, "Cs")
@@ -142,9 +144,15 @@ def svm_c_path_cv(
     ]
     n = len(candidates)
     k = plan.n_splits
-    scores = np.empty((n, k))
-    fit_times = np.empty((n, k))
-    score_times = np.empty((n, k))
+    outcomes = [
+        {
+            "test_score": np.empty(k),
+            "fit_time": np.empty(k),
+            "score_time": np.empty(k),
+            "n_samples_fed": 0,
+        }
+        for _ in candidates
+    ]
     n_iter = np.zeros(n, dtype=np.int64)
     hits = np.zeros(n, dtype=np.int64)
     skips = np.zeros(n, dtype=np.int64)
@@ -154,6 +162,7 @@ def svm_c_path_cv(
         fold_model = clone(model).set_params(
             warm_start_store=warm_start_store, **candidates[i]
         )
+        outcome = outcomes[i]
         for solution in run_folds(
             fold_model, X, y, plan, seeding=seeding, random_state=random_state
         ):
@@ -164,29 +173,14 @@ def svm_c_path_cv(
                 score = solution.accuracy(test, y[test])
             else:
                 score = next(iter(scorer(solution.model, X[test], y[test]).values()))
-            score_times[i, f] = time.perf_counter() - tic
-            scores[i, f] = score
-            fit_times[i, f] = solution.seed_time + solution.fit_time
+            outcome["score_time"][f] = time.perf_counter() - tic
+            outcome["test_score"][f] = score
+            outcome["fit_time"][f] = solution.seed_time + solution.fit_time
+            outcome["n_samples_fed"] += solution.n_train
             n_iter[i] += solution.n_iter
             hits[i] += solution.warm_start_C is not None
             skips[i] += solution.warm_start_skips
-    results: dict[str, Any] = {"params": candidates}
-    for name in candidates[0]:
-        column = np.ma.MaskedArray(np.empty(n, dtype=object), mask=False)
-        column[:] = [c[name] for c in candidates]
-        results[f"param_{name}"] = column
-    for f in range(k):
-        results[f"split{f}_test_score"] = scores[:, f]
-    mean = scores.mean(axis=1)
-    results["mean_test_score"] = mean
-    results["std_test_score"] = scores.std(axis=1)
-    results["rank_test_score"] = rankdata(-np.round(mean, 12), method="min").astype(
-        np.int32
-    )
-    results["mean_fit_time"] = fit_times.mean(axis=1)
-    results["std_fit_time"] = fit_times.std(axis=1)
-    results["mean_score_time"] = score_times.mean(axis=1)
-    results["std_score_time"] = score_times.std(axis=1)
+    results = _results_table(candidates, outcomes, k, error_score=np.nan)
     results["n_iter"] = n_iter
     results["warm_start_hits"] = hits
     results["warm_start_skips"] = skips
