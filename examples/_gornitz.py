@@ -221,36 +221,6 @@ def load_data(args: argparse.Namespace) -> AnomalyData:
     return data
 
 
-def open_storage(url: str):
-    """An Optuna storage for ``url``; SQLite in WAL mode with ``synchronous=NORMAL``.
-
-    A trial makes some 25 small writes (parameters, per-fold attributes,
-    state); with SQLite's default ``synchronous=FULL`` each waits for the disk.
-    WAL with ``NORMAL`` keeps every committed trial across a crash of the
-    process (only an OS crash or power cut can lose the last commits), which is
-    what resuming needs, at a fraction of the cost.
-    """
-    if url == "memory":
-        return optuna.storages.InMemoryStorage()
-    if url.startswith("journal:"):
-        from optuna.storages.journal import JournalFileBackend, JournalStorage
-
-        return JournalStorage(JournalFileBackend(url[len("journal:") :]))
-    storage = optuna.storages.RDBStorage(url)
-    if url.startswith("sqlite"):
-        import sqlalchemy
-
-        def _pragmas(connection, _record) -> None:
-            cursor = connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.close()
-
-        sqlalchemy.event.listen(storage.engine, "connect", _pragmas)
-        storage.engine.dispose()  # Reconnect with the pragmas.
-    return storage
-
-
 # -- the grid sampler ---------------------------------------------------------------
 class ResumableGridSampler(GridSampler):
     """Optuna's :class:`~optuna.samplers.GridSampler` with in-process bookkeeping.

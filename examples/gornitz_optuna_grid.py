@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _gornitz as g  # noqa: E402
 
-from optuna_treecv import TreeCVObjective  # noqa: E402
+from optuna_treecv import TreeCVObjective, open_storage  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler = g.ResumableGridSampler(space, seed=args.seed)
     study = optuna.create_study(
         study_name=args.study_name,
-        storage=g.open_storage(args.storage),
+        storage=open_storage(args.storage),
         sampler=sampler,
         direction="maximize",
         load_if_exists=True,

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _gornitz as g  # noqa: E402
 
-from optuna_treecv import TreeCVObjective  # noqa: E402
+from optuna_treecv import TreeCVObjective, open_storage  # noqa: E402
 
 
 def grid_best(storage, study_name: str) -> tuple[float, float] | None:
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     data = g.load_data(args)  # Adds "-synthetic" to study_name on the fallback.
     grid_study = args.grid_study or args.study_name
     args.study_name = given_name or args.study_name + "-tpe"
-    storage = g.open_storage(args.storage)
+    storage = open_storage(args.storage)
     target, tolerance = args.target, args.tolerance
     if target is None:
         found = grid_best(storage, grid_study)

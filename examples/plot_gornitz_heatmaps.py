@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _gornitz as g  # noqa: E402
 
+from optuna_treecv import open_storage  # noqa: E402
+
 #: The order of the axes of the score array.
 NAMES = ("eta_u", "eta_l", "kappa", "gamma")
 
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     space = g.grid(args.grid_size)
     try:
         study = optuna.load_study(
-            study_name=args.study_name, storage=g.open_storage(args.storage)
+            study_name=args.study_name, storage=open_storage(args.storage)
         )
     except KeyError:
         parser.error(

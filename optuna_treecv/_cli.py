@@ -14,6 +14,7 @@ import numpy as np
 
 from optuna_treecv._data import BUNDLED, load_dataset
 from optuna_treecv._learners import LEARNERS, make_learner
+from optuna_treecv._storage import open_storage
 
 if TYPE_CHECKING:
     import optuna
@@ -188,52 +189,10 @@ def _setup(args):
 
 
 def _open_storage(url: str):
-    import optuna
-
-    if url.startswith("journal:"):
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-
-        path = url[len("journal:") :]
-        try:
-            return JournalStorage(JournalFileBackend(path))
-        except OSError as exc:
-            raise CLIError(f"cannot open storage {url!r}: {exc}.") from None
-    if "://" not in url:
-        raise CLIError(
-            f"cannot open storage {url!r}: expected a database URL such as "
-            f"{DEFAULT_STORAGE} or journal:PATH."
-        )
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=_sqlite_wal(url))
-    except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open".
-        message = " ".join(str(exc).split()).split(" (Background on this error")[0]
-        raise CLIError(f"cannot open storage {url!r}: {message[:300]}") from None
-
-
-def _sqlite_wal(url: str) -> dict[str, Any] | None:
-    """Engine arguments opening a SQLite file in WAL mode, synchronous=NORMAL.
-
-    With the default rollback journal every commit waits for an fsync (about
-    18 ms here), and a trial makes some 30 commits (reports and attributes):
-    more than the CV itself. In WAL mode with synchronous=NORMAL a commit only
-    appends to the log; the database stays consistent, and a power cut can
-    lose at most the last commits. Several processes may still share the file.
-    """
-    prefix = "sqlite:///"
-    path = url[len(prefix) :] if url.startswith(prefix) else ""
-    if not path or path.startswith(":memory:") or "?" in path:
-        return None
-
-    def connect():
-        import sqlite3
-
-        connection = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        return connection
-
-    return {"creator": connect}
+        return open_storage(url)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:

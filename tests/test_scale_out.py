@@ -37,7 +37,7 @@ N_TRIALS = 3  # per worker
 
 def worker(url: str, name: str, n_trials: int) -> None:
     """One worker process: load the shared study and run trials."""
-    from optuna_treecv._cli import _open_storage
+    from optuna_treecv import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     X, y = make_classification(n_samples=300, random_state=0)
@@ -48,7 +48,7 @@ def worker(url: str, name: str, n_trials: int) -> None:
         y,
         cv=4,
     )
-    storage = _open_storage(url) if url.startswith("journal:") else url
+    storage = open_storage(url) if url.startswith("journal:") else url
     study = optuna.load_study(
         study_name=name, storage=storage, pruner=optuna.pruners.NopPruner()
     )
