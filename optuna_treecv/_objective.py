@@ -19,7 +19,6 @@ from optuna.distributions import (
 )
 from optuna.pruners import WilcoxonPruner
 from sklearn.base import clone
-from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
 from sklearn_ext.model_selection import FoldPlan, choose_backend
@@ -31,7 +30,8 @@ from sklearn_ext.model_selection._validation import (
     stratifies,
     tree_cross_validate,
 )
-from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore
+from sklearn_ext.svm import WarmStartStore
+from sklearn_ext.svm._backend import AlphaSeedingBackend
 from sklearn_ext.svm._cv import as_alpha_seeded
 
 if TYPE_CHECKING:
@@ -220,10 +220,11 @@ class TreeCVObjective:
                     "The 'warm_start_store' parameter of TreeCVObjective must be a "
                     f"WarmStartStore or None. Got {warm_start_store!r} instead."
                 )
-            if not (isinstance(estimator, AlphaSeededSVC) or type(estimator) is SVC):
+            if not AlphaSeedingBackend.accepts(estimator):
                 raise ValueError(
                     "TreeCVObjective(warm_start_store=...) needs an AlphaSeededSVC "
-                    f"or a sklearn.svm.SVC; got {type(estimator).__name__}."
+                    "or a sklearn.svm.SVC without probability or break_ties; got "
+                    f"{estimator!r}."
                 )
         self.warm_start_store = warm_start_store
         rng = check_random_state(random_state)

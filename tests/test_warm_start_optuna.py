@@ -89,6 +89,10 @@ def test_objective_bad_warm_start_store(data):
             y,
             warm_start_store=WarmStartStore(),
         )
+    with pytest.raises(ValueError, match="without probability or break_ties"):
+        TreeCVObjective(
+            SVC(probability=True), SPACE, X, y, warm_start_store=WarmStartStore()
+        )
 
 
 def test_artifact_store_shares_solutions_between_stores(data, tmp_path):
