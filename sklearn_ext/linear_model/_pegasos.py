@@ -45,10 +45,13 @@ class PegasosClassifier(BaseNativeClassifier):
         Whether to learn an intercept. It is the weight of an extra constant
         feature equal to 1, regularised (and projected) with the other weights,
         which keeps PEGASOS' analysis valid.
-    max_iter : int, default=5
+    max_iter : int, default=1
         Number of passes over the data in :meth:`fit`. :meth:`partial_fit`
-        always makes one pass.
-    shuffle : bool, default=True
+        always makes one pass. With the defaults (``max_iter=1,
+        shuffle=False``) :meth:`fit` is one ordered pass, the model TreeCV
+        scores for each fold, so a search's refit is the model its score
+        describes.
+    shuffle : bool, default=False
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffling in :meth:`fit`. Pass an int for reproducible output.
@@ -117,8 +120,8 @@ class PegasosClassifier(BaseNativeClassifier):
         *,
         project=False,
         fit_intercept=True,
-        max_iter=5,
-        shuffle=True,
+        max_iter=1,
+        shuffle=False,
         random_state=None,
         cache=None,
     ):
