@@ -77,7 +77,7 @@ class LogisticSGDClassifier(PegasosClassifier):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_ext.linear_model import LogisticSGDClassifier
     >>> X, y = make_classification(n_samples=200, random_state=0)
-    >>> clf = LogisticSGDClassifier(alpha=1e-2, random_state=0).fit(X, y)
+    >>> clf = LogisticSGDClassifier(alpha=0.1).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape
     (2, 2)
     >>> clf.score(X, y) > 0.9

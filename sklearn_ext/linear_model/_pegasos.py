@@ -97,7 +97,7 @@ class PegasosClassifier(BaseNativeClassifier):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_ext.linear_model import PegasosClassifier
     >>> X, y = make_classification(n_samples=200, random_state=0)
-    >>> clf = PegasosClassifier(alpha=1e-2, random_state=0).fit(X, y)
+    >>> clf = PegasosClassifier(alpha=0.1).fit(X, y)
     >>> clf.coef_.shape
     (1, 20)
     >>> clf.score(X, y) > 0.9
