@@ -190,7 +190,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         The threshold ``rho``: ``decision_function = score_samples - offset_``.
     margin_ : float
         The margin :math:`\gamma_m`.
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
+    random_weights_ : ndarray of shape (`n_features_in_`, n_components)
         Random projection directions, ``N(0, 2 * gamma)``.
     random_offset_ : ndarray of shape (n_components,)
         Random phases, uniform on ``[0, 2 pi)``.
@@ -200,7 +200,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         Passes made by the last call to :meth:`fit` (1 after :meth:`partial_fit`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     See Also
