@@ -171,9 +171,12 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         measuring detection quality against cost (``docs/anomaly.md``): with
         fewer features the AUROC depends more on ``random_state``; training
         and scoring time grow linearly with it.
-    max_iter : int, default=5
+    max_iter : int, default=1
         Passes over the data in :meth:`fit`; :meth:`partial_fit` makes one.
-    shuffle : bool, default=True
+        With the defaults (``max_iter=1, shuffle=False``) :meth:`fit` is one
+        ordered pass, the model TreeCV scores for each fold, so a search's
+        refit is the model its score describes.
+    shuffle : bool, default=False
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the random features and of the shuffling. With an int, the
@@ -199,7 +202,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         The margin :math:`\gamma_m`.
     gamma_ : float
         The kernel width used, ``gamma`` resolved from the training rows.
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
+    random_weights_ : ndarray of shape (`n_features_in_`, n_components)
         Random projection directions, ``N(0, 2 * gamma_)``.
     random_offset_ : ndarray of shape (n_components,)
         Random phases, uniform on ``[0, 2 pi)``.
@@ -209,7 +212,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         Passes made by the last call to :meth:`fit` (1 after :meth:`partial_fit`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     See Also
@@ -262,8 +265,8 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         gamma="scale",
         *,
         n_components=200,
-        max_iter=5,
-        shuffle=True,
+        max_iter=1,
+        shuffle=False,
         random_state=None,
         cache=None,
     ):
