@@ -9,7 +9,9 @@ from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import Interval
+
+from sklearn_ext.utils._param_validation import validate_params
 
 #: Environment variable naming ``covtype.npz`` or the folder that holds it.
 DATA_ENV = "OPTUNA_TREECV_DATA"
@@ -117,8 +119,7 @@ def _stratified_sample(y, n, rng) -> np.ndarray:
         "n_samples": [Interval(Integral, 2, None, closed="left"), None],
         "label_fraction": [Interval(Real, 0, 1, closed="both")],
         "random_state": [Interval(Integral, 0, None, closed="left")],
-    },
-    prefer_skip_nested_validation=True,
+    }
 )
 def load_forestcover_anomaly(
     path: str | os.PathLike | None = None,
@@ -201,8 +202,7 @@ def load_forestcover_anomaly(
         "label_fraction": [Interval(Real, 0, 1, closed="both")],
         "n_features": [Interval(Integral, 1, None, closed="left")],
         "random_state": [Interval(Integral, 0, None, closed="left")],
-    },
-    prefer_skip_nested_validation=True,
+    }
 )
 def make_anomaly_data(
     n_samples: int = 2_000,
