@@ -654,7 +654,7 @@ def test_forestcover_anomaly_loader():
     again = data.forestcover_anomaly(2_000, label_fraction=0.2)
     assert_array_equal(again[0], X2)
     assert_array_equal(again[2], labeled2)
-    with pytest.raises(ValueError, match="label_fraction must be in"):
+    with pytest.raises(ValueError, match="'label_fraction' parameter"):
         data.forestcover_anomaly(label_fraction=1.5)
-    with pytest.raises(ValueError, match="n must be in"):
+    with pytest.raises(ValueError, match="'n_samples' parameter"):
         data.forestcover_anomaly(1)
