@@ -9,7 +9,7 @@ and :func:`refit_estimator` turn the study into a deployable model;
 
 from optuna_treecv._objective import TreeCVObjective, suggest_params
 from optuna_treecv._refit import refit_estimator, select_trial
-from optuna_treecv._storage import open_storage
+from optuna_treecv._storage import open_storage, retry_running_trials
 from optuna_treecv._warm_start import ArtifactWarmStartStore
 
 __version__ = "0.1.0.dev0"
@@ -18,6 +18,7 @@ __all__ = [
     "ArtifactWarmStartStore",
     "TreeCVObjective",
     "open_storage",
+    "retry_running_trials",
     "refit_estimator",
     "select_trial",
     "suggest_params",
