@@ -7,7 +7,11 @@ and :func:`refit_estimator` turn the study into a deployable model;
 :class:`ArtifactWarmStartStore` shares kernel SVM warm starts between workers.
 """
 
-from optuna_treecv._objective import TreeCVObjective, suggest_params
+from optuna_treecv._objective import (
+    StudyIdentityError,
+    TreeCVObjective,
+    suggest_params,
+)
 from optuna_treecv._refit import refit_estimator, select_trial
 from optuna_treecv._storage import open_storage, retry_running_trials
 from optuna_treecv._warm_start import ArtifactWarmStartStore
@@ -16,10 +20,11 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ArtifactWarmStartStore",
+    "StudyIdentityError",
     "TreeCVObjective",
     "open_storage",
-    "retry_running_trials",
     "refit_estimator",
+    "retry_running_trials",
     "select_trial",
     "suggest_params",
 ]

@@ -19,7 +19,6 @@ from optuna.distributions import (
     CategoricalDistribution,
     FloatDistribution,
     IntDistribution,
-    distribution_to_json,
 )
 from optuna.pruners import NopPruner, WilcoxonPruner
 from sklearn.base import clone
@@ -160,8 +159,9 @@ class TreeCVObjective:
     also gets ``mean_test_score`` and ``stderr_test_score`` as attributes of
     their own (columns of the dashboard's trial table). A pruned trial records
     in ``cv`` every fold it finished, with ``n_samples_fed`` and the times so
-    far. Reports go to the trial after every fold; ``should_prune`` is not
-    asked under a :class:`~optuna.pruners.NopPruner`.
+    far. Under a :class:`~optuna.pruners.NopPruner` (a grid, a study without
+    pruning) nothing is reported: no pruner would read the values, and each
+    report is a storage write (give every worker of a study the same pruner).
 
     The first trial on a study records what defines it (learner and fixed
     parameters, a hash of the data, the fold plan, scoring, search space) as
@@ -314,9 +314,11 @@ class TreeCVObjective:
             rng = np.random.default_rng([self._seed, int(trial.number)])
             folds = rng.permutation(plan.n_splits)
             extra["fold_order"] = [int(f) for f in folds]
-        # A NopPruner never prunes: no pruning reads (the same decisions).
-        prune = not isinstance(getattr(study, "pruner", None), NopPruner)
-        progress = _Progress(trial, folds, report, prune=prune)
+        if isinstance(getattr(study, "pruner", None), NopPruner):
+            # Nothing would read the reports (the fold scores go into the "cv"
+            # attribute): no storage writes for them, the same decisions.
+            report = None
+        progress = _Progress(trial, folds, report)
         tic = time.perf_counter()
         try:
             result = tree_cross_validate(
@@ -413,11 +415,14 @@ class TreeCVObjective:
         """
         identity = self._study_identity()
         recorded = study.user_attrs
-        changes = [
-            _describe_change(key, recorded[key], value)
+        changed = [
+            key
             for key, value in identity.items()
             if key in recorded and _canonical(recorded[key]) != _canonical(value)
         ]
+        if "treecv_learner" in changed and "treecv_learner_params" in changed:
+            changed.remove("treecv_learner_params")  # Another class: noise.
+        changes = [_describe_change(k, recorded[k], identity[k]) for k in changed]
         if changes:
             raise StudyIdentityError(study.study_name, changes)
         for key, value in identity.items():
@@ -478,13 +483,10 @@ class _Progress:
         trial: BaseTrial,
         folds: np.ndarray,
         report: str | None,
-        *,
-        prune: bool = True,
     ):
         self.trial = trial
         self.folds = folds
         self.report = report
-        self.prune = prune
         self.scores: dict[int, float] = {}
         self.n_samples_fed = 0
         self.fit_time = 0.0
@@ -504,7 +506,7 @@ class _Progress:
             self.trial.report(value, step=len(self.scores) - 1)
         else:
             self.trial.report(score, step=fold)
-        if self.prune and self.trial.should_prune():
+        if self.trial.should_prune():
             raise optuna.TrialPruned(
                 f"Pruned after {len(self.scores)} of {len(self.folds)} folds."
             )
@@ -589,10 +591,9 @@ def study_identity(
         if name not in searched and not hasattr(value, "get_params")
     }
     if isinstance(params, Mapping):
-        space: Any = {
-            name: json.loads(distribution_to_json(dist))
-            for name, dist in sorted(params.items())
-        }
+        # The repr names the kind and every setting, e.g.
+        # "FloatDistribution(high=0.1, log=True, low=1e-05, step=None)".
+        space: Any = {name: repr(dist) for name, dist in sorted(params.items())}
     else:
         space = f"callable {_qualname(params)}"
     if scoring is None:
