@@ -571,7 +571,7 @@ def test_labeled_mask_routed_through_optuna_objective():
             fit_params={"labeled": labeled},
         )
         assert trial.value == pytest.approx(expected["test_score"].mean())
-        assert trial.user_attrs["backend"] == "native_tree"
+        assert trial.user_attrs["cv"]["backend"] == "native_tree"
     with pytest.raises(TypeError, match="'fit_params' parameter of TreeCVObjective"):
         TreeCVObjective(_detector(), {}, X, y, fit_params=[("labeled", labeled)])
 
