@@ -50,9 +50,10 @@ def _objective_splits(estimator, params, X, y, plan):
     objective = TreeCVObjective(estimator, params, X, y, cv=plan)
     trial = FixedTrial({name: d.choices[0] for name, d in params.items()})
     value = objective(trial)
-    splits = [trial.user_attrs[f"split{i}_test_score"] for i in range(plan.n_splits)]
-    assert value == trial.user_attrs["mean_test_score"]
-    return np.array(splits), trial.user_attrs
+    details = trial.user_attrs["cv"]
+    splits = [details[f"split{i}_test_score"] for i in range(plan.n_splits)]
+    assert value == details["mean_test_score"]
+    return np.array(splits), details
 
 
 @pytest.mark.parametrize("kind", list(PLANS))
