@@ -1,7 +1,7 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches.
 
-The engines of the learner packages (``NativeTreeBackend``,
-``NativeSSADTreeBackend``) are loaded on first access, so importing this
+The engines (``NativeTreeBackend``, ``NativeSSADTreeBackend``,
+``ExactStatisticsBackend``) are loaded on first access, so importing this
 package imports none of the learner packages.
 """
 
@@ -25,6 +25,9 @@ from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVS
 from sklearn_ext.model_selection._validation import tree_cross_validate
 
 _ENGINES = {
+    "ExactStatisticsBackend": "sklearn_ext.model_selection._exact",
+    "StatisticsCache": "sklearn_ext.model_selection._exact",
+    "exact_learners": "sklearn_ext.model_selection._exact",
     "NativeSSADTreeBackend": "sklearn_ext.anomaly._backend",
     "NativeTreeBackend": "sklearn_ext.model_selection._native",
 }
@@ -32,6 +35,7 @@ _ENGINES = {
 __all__ = [
     "Backend",
     "CVTask",
+    "ExactStatisticsBackend",
     "FoldPlan",
     "LeafResult",
     "LeafTable",
@@ -40,12 +44,14 @@ __all__ = [
     "PrefixCache",
     "PythonTreeBackend",
     "StandardBackend",
+    "StatisticsCache",
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
     "TreeCVFallbackWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",
+    "exact_learners",
     "one_standard_error_rule",
     "tree_cross_validate",
 ]
