@@ -99,10 +99,11 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
         solves kernel SVM folds on a shared kernel store, each seeded from the
         last (:class:`~sklearn_ext.AlphaSeededSVC` and scikit-learn's ``SVC``
         without ``probability`` or ``break_ties``). ``"standard"`` trains ``k``
-        independent models. ``"auto"`` takes ``"exact"`` where it
-        applies, then ``"alpha_seeding"``, then ``"treecv"``, and otherwise falls back to ``"standard"``
-        with a :class:`TreeCVFallbackWarning`. A :class:`Backend` instance
-        (e.g. ``AlphaSeedingBackend(seeding="mir")``) carries engine options.
+        independent models. ``"auto"`` takes ``"exact"`` where it applies,
+        then ``"alpha_seeding"``, then ``"treecv"``, and otherwise falls back
+        to ``"standard"`` with a :class:`TreeCVFallbackWarning`. A
+        :class:`Backend` instance (e.g. ``AlphaSeedingBackend(seeding="mir")``)
+        carries engine options.
     store : object, default=None
         A store shared across runs (e.g. a
         :class:`~sklearn_ext.svm.WarmStartStore`), handed to the chosen
