@@ -790,7 +790,9 @@ class _LeastSquares(_Family):
             coef = _ridge_coef(solved, np.broadcast_to(alpha, (n_targets,)))
             model.n_iter_ = None
             model.solver_ = "svd" if model.solver == "svd" else "cholesky"
-        if one_target:
+        # As fit: ridge ravels a single target's coefficients (also for a
+        # two-dimensional y), least squares only those of a one-dimensional y.
+        if one_target or (name != "LinearRegression" and n_targets == 1):
             coef = coef.ravel()
         model.coef_ = coef
         if model.fit_intercept:
