@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 import warnings
@@ -15,6 +16,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy import sparse
 from sklearn.base import clone
 from sklearn.datasets import load_digits, make_classification, make_regression
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LinearRegression, Ridge, RidgeClassifier
 from sklearn.model_selection import (
     GridSearchCV,
@@ -258,6 +260,51 @@ def test_ridge_classifier_fold_missing_a_class_is_fit():
     _compare(RidgeClassifier(), X, y, cv, exact=False)
 
 
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(solver="lsqr"),
+        dict(solver="lsqr", shrinkage=0.3),
+        dict(solver="eigen"),
+        dict(solver="eigen", shrinkage=0.2, priors=None),
+    ],
+    ids=["lsqr", "lsqr-shrunk", "eigen", "eigen-shrunk"],
+)
+def test_linear_discriminant_equals_cross_validate(params, n_classes, cv):
+    """Scores within 1e-10. The eigen solver's ``scalings_`` beyond the first
+    ``n_classes - 1`` columns span the null space of the between-class scatter,
+    where any basis is a solution: only those columns may differ from fit's."""
+    X, y = make_classification(
+        n_samples=60,
+        n_features=5,
+        n_informative=4,
+        n_redundant=0,
+        n_classes=n_classes,
+        random_state=2,
+    )
+    X = X + 4.0
+    estimator = LinearDiscriminantAnalysis(**params)
+    folds = CVS[cv]
+    if folds is LeaveOneOut:
+        X, y = X[:24], y[:24]
+    ours = tree_cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    ref = cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    assert ours["backend"] == "exact"
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
+    for mine, theirs in zip(ours["estimator"][:3], ref["estimator"][:3], strict=True):
+        if hasattr(theirs, "scalings_"):
+            used = theirs._max_components
+            assert_allclose(
+                mine.scalings_[:, :used], theirs.scalings_[:, :used], atol=1e-9
+            )
+            assert_allclose(mine.transform(X), theirs.transform(X), atol=1e-9)
+            mine, theirs = copy.copy(mine), copy.copy(theirs)
+            del mine.scalings_, theirs.scalings_
+        _assert_same_model(mine, theirs, atol=1e-9)
+
+
 # -- the fold models ----------------------------------------------------------------
 def test_fold_models_are_fits_on_the_training_rows(gaussian):
     X, y = gaussian
@@ -315,6 +362,7 @@ def test_what_is_scored_is_what_is_returned(regression):
         Ridge(),
         RidgeClassifier(),
         LinearRegression(),
+        LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.1),
     ],
 )
 def test_auto_picks_exact(estimator):
@@ -331,6 +379,8 @@ def test_auto_picks_exact(estimator):
         Ridge(positive=True),
         LinearRegression(positive=True),
         RidgeClassifier(class_weight="balanced"),
+        LinearDiscriminantAnalysis(),  # The svd solver.
+        LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
     ],
 )
 def test_parameters_the_statistics_cannot_express_fall_back(estimator):

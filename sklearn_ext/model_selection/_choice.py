@@ -91,7 +91,8 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
             Backend, default="auto"
         ``"exact"`` computes per-chunk sufficient statistics once and forms
         each fold's model as the total minus its chunk (naive Bayes, ridge,
-        least squares: :class:`~sklearn_ext.model_selection.ExactStatisticsBackend`).
+        least squares, LDA:
+        :class:`~sklearn_ext.model_selection.ExactStatisticsBackend`).
         ``"treecv"`` takes the fastest tree backend that accepts the estimator
         (the native tree for the learners of :mod:`sklearn_ext.linear_model`
         and :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`, else the
