@@ -1012,8 +1012,9 @@ class ExactStatisticsBackend(Backend):
     ``CategoricalNB``, ``GaussianNB``), least squares (``Ridge``,
     ``RidgeClassifier``, ``LinearRegression``) and linear discriminant analysis
     (``LinearDiscriminantAnalysis`` with the ``lsqr`` or ``eigen`` solver),
-    each fold's model is a function of statistics that add up over rows. They are computed once per chunk; each
-    fold's are the total minus its held-out chunk, and each fold model is a
+    each fold's model is a function of statistics that add up over rows.
+    They are computed once per chunk; each fold's are the total minus its
+    held-out chunk, and each fold model is a
     real fitted scikit-learn estimator with the attributes its own ``fit`` on
     the fold's training rows sets (to rounding: see ``docs/exact.md`` for what
     is bit-equal and what agrees to 1e-10). ``method="auto"`` picks this
