@@ -293,7 +293,7 @@ def test_tree_search_random_multimetric_and_callable_refit(digits):
 def test_tree_search_error_score(digits):
     X, y = digits
     grid = {"alpha": [1e-4, -1.0]}
-    with pytest.warns(FitFailedWarning, match="its score is set to nan"):
+    with pytest.warns(FitFailedWarning, match="3 fits failed out of a total of 6"):
         search = TreeCVSearchCV(_sgd(), grid, cv=3).fit(X, y)
     assert np.isnan(search.cv_results_["mean_test_score"][1])
     assert search.best_index_ == 0
