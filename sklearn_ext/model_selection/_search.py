@@ -21,6 +21,7 @@ from sklearn.model_selection._validation import (
     _warn_or_raise_about_fit_failures,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.validation import _check_method_params, indexable
 
@@ -325,7 +326,12 @@ class TreeCVSearchCV(BaseSearchCV):
         params = _check_method_params(X, params=params)
         routed = self._get_routed_params_for_fit(params)
         fit_params = dict(routed.estimator.fit)
-        stream_params = dict(routed.estimator.get("partial_fit", fit_params))
+        # Without routing every fit parameter goes to partial_fit as to fit.
+        stream_params = (
+            dict(routed.estimator.get("partial_fit", {}))
+            if _routing_enabled()
+            else fit_params
+        )
         score_params = dict(routed.scorer.score)
         groups = routed.splitter.split.get("groups")
 
