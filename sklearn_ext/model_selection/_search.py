@@ -20,8 +20,8 @@ from sklearn.model_selection._validation import (
     _score,
     _warn_or_raise_about_fit_failures,
 )
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._metadata_requests import _routing_enabled
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.validation import _check_method_params, indexable
 
@@ -613,25 +613,27 @@ def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext
         error_score=context.error_score,
     )
     plan = context.plan
-    n_test = [len(plan.test_indices(plan.leaf_order[j])) for j in range(plan.n_splits)]
     tic = time.time()
     try:
         table = backend.run(task)
-        if not isinstance(table, LeafTable):
-            table = LeafTable.from_leaves(table)
     except Exception:
         if context.error_score == "raise":
             raise
         fit_time = time.time() - tic
         splits = [
-            _failed_split(context, n_test[j], fit_time / plan.n_splits, format_exc())
+            _failed_split(
+                context,
+                len(plan.test_indices(int(plan.leaf_order[j]))),
+                fit_time / plan.n_splits,
+                format_exc(),
+            )
             for j in range(plan.n_splits)
         ]
         _print_splits(context, parameters, progress, splits)
         return _Outcome(splits, regime, {"n_samples_fed": 0})
-    splits = _splits_of(table, plan, n_test)
+    splits = _splits_of(table, plan)
     _print_splits(context, parameters, progress, splits)
-    return _Outcome(splits, regime, _columns_of(table))
+    return _Outcome(splits, regime, _columns_of(table, backend))
 
 
 def _failed_split(context, n_test: int, fit_time: float, error: str) -> dict:
@@ -651,19 +653,15 @@ def _failed_split(context, n_test: int, fit_time: float, error: str) -> dict:
     return split
 
 
-def _leaf_index(table: LeafTable) -> np.ndarray:
-    return np.asarray(getattr(table, "leaf", table.fold))
-
-
-def _splits_of(table: LeafTable, plan: FoldPlan, n_test: list[int]) -> list[dict]:
-    by_split = np.argsort(plan.split_index[_leaf_index(table)], kind="stable")
+def _splits_of(table: LeafTable, plan: FoldPlan) -> list[dict]:
+    table = table.by_split()
     splits = []
-    for j, i in enumerate(by_split):
+    for i in range(len(table)):
         leaf = {name: float(values[i]) for name, values in table.scores.items()}
         split = {
             "fit_error": None,
             "test_scores": _unflatten(leaf, ""),
-            "n_test_samples": n_test[j],
+            "n_test_samples": len(plan.test_indices(int(table.leaf[i]))),
             "fit_time": float(table.fit_time[i]),
             "score_time": float(table.score_time[i]),
         }
@@ -680,15 +678,11 @@ def _unflatten(leaf: dict[str, float], prefix: str):
     return {k[len(start) :]: v for k, v in leaf.items() if k.startswith(start)}
 
 
-def _columns_of(table: LeafTable) -> dict[str, Any]:
+def _columns_of(table: LeafTable, backend) -> dict[str, Any]:
     """Per-candidate extra columns: rows fed, and the backend's summed extras."""
     columns: dict[str, Any] = {"n_samples_fed": int(np.sum(table.n_samples_fed))}
-    extras = getattr(table, "extras", None)
-    if extras is not None:
-        for leaf_extras in extras:
-            for key, value in (leaf_extras or {}).items():
-                if isinstance(value, numbers.Number) and not isinstance(value, bool):
-                    columns[key] = columns.get(key, 0) + value
+    for name, value in summarize_extras(backend.extras, table.extras).items():
+        columns[name] = np.nan if value is None else value
     return columns
 
 
@@ -735,40 +729,3 @@ def _print_splits(context: _SearchContext, parameters, progress, splits) -> None
         result_msg += f" total time={logger.short_format_time(total)}"
         end_msg += "." * (80 - len(end_msg) - len(result_msg))
         print(end_msg + result_msg)
-
-
-def _results_table(candidates, outcomes, n_splits, error_score) -> dict:
-    """``cv_results_`` of per-candidate ``tree_cross_validate``-style dicts.
-
-    For doors that run the candidates themselves (``svm_c_path_cv``): the table
-    is built by the same scikit-learn code as :class:`TreeCVSearchCV`'s.
-    ``None`` marks a failed candidate (its scores are ``error_score``).
-    """
-    names = next(
-        [key[len("test_") :] for key in o if key.startswith("test_")]
-        for o in outcomes
-        if o is not None
-    )
-    out = []
-    for outcome in outcomes:
-        for j in range(n_splits):
-            if outcome is None:
-                scores = {name: float(error_score) for name in names}
-                times = (np.nan, np.nan)
-            else:
-                scores = {name: float(outcome[f"test_{name}"][j]) for name in names}
-                times = (outcome["fit_time"][j], outcome["score_time"][j])
-            out.append(
-                {
-                    "fit_error": None,
-                    "test_scores": scores["score"] if names == ["score"] else scores,
-                    "n_test_samples": 0,
-                    "fit_time": times[0],
-                    "score_time": times[1],
-                }
-            )
-    fed = [0 if o is None else int(o["n_samples_fed"]) for o in outcomes]
-    table = TreeCVSearchCV(None, {}, return_train_score=False)
-    return table._format_results(
-        list(candidates), n_splits, out, {"n_samples_fed": fed}
-    )
