@@ -367,6 +367,8 @@ def test_metadata_routing_sends_sample_weight_to_partial_fit(digits):
     with config_context(enable_metadata_routing=True):
         inner = MultinomialNB().set_partial_fit_request(sample_weight=True)
         est = TreeCVEstimator(inner, batch_size=100, cache=None)
+        # Its score takes sample_weight too, so it must say whether it wants it.
+        est.set_score_request(sample_weight=True)
         proba = est.fit(X, y, sample_weight=weights).predict_proba(X)
         scores = cross_validate(
             est, X, y, cv=TreeCVSplitter(4), params={"sample_weight": weights}

@@ -22,6 +22,7 @@ __all__ = [
     "TreeCVRegimeWarning",
     "fit_is_one_pass",
     "one_pass_estimator",
+    "scored_estimator",
     "streams_batch_invariantly",
     "warn_about_regime",
 ]
@@ -149,7 +150,7 @@ def _fit_differences(estimator) -> str:
     return "makes " + ", ".join(parts)
 
 
-def warn_about_regime(estimator, *, refit: bool) -> None:
+def warn_about_regime(estimator, *, refit: bool, stacklevel: int = 3) -> None:
     """Say once, in plain words, that TreeCV scores a pass that ``fit`` does not.
 
     Nothing is said for a learner whose ``fit`` is one ordered pass.
@@ -168,5 +169,41 @@ def warn_about_regime(estimator, *, refit: bool) -> None:
         f"fold's training rows, while {name}.fit {_fit_differences(estimator)}. "
         f"{returned} Pass method='standard' to score {name}.fit instead.",
         TreeCVRegimeWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
+
+
+def scored_estimator(estimator, backend, *, classes=None):
+    """What ``backend`` runs for ``estimator``, and the regime it then scores.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The user's learner.
+    backend : Backend
+        The backend chosen for it.
+    classes : array-like of shape (n_classes,), default=None
+        All class labels, for the wrapper of a classifier.
+
+    Returns
+    -------
+    estimator : estimator object
+        ``estimator`` itself, or a :class:`TreeCVEstimator` around it when a
+        tree would otherwise feed a learner whose updates depend on batching.
+    regime : {"one_pass", "fit"}
+        ``"one_pass"`` when the folds are one ordered pass of ``partial_fit``
+        (the tree backends), ``"fit"`` when they are the learner's own ``fit``
+        (the standard and alpha-seeding backends).
+    """
+    from sklearn_ext.model_selection._backends import StandardBackend
+
+    if isinstance(backend, StandardBackend) or backend.name == "alpha_seeding":
+        return estimator, "fit"
+    if not callable(getattr(estimator, "partial_fit", None)):
+        return estimator, "fit"
+    if streams_batch_invariantly(estimator):
+        return estimator, "one_pass"
+    wrapper = TreeCVEstimator(
+        estimator, batch_size=STREAM_BATCH_SIZE, classes=classes, cache=None
+    )
+    return wrapper, "one_pass"

@@ -29,16 +29,14 @@ from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
     LeafTable,
-    StandardBackend,
+    summarize_extras,
 )
 from sklearn_ext.model_selection._choice import choose_backend
-from sklearn_ext.model_selection._estimator import TreeCVEstimator
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._regime import (
-    STREAM_BATCH_SIZE,
     fit_is_one_pass,
     one_pass_estimator,
-    streams_batch_invariantly,
+    scored_estimator,
     warn_about_regime,
 )
 from sklearn_ext.model_selection._validation import (
@@ -264,7 +262,7 @@ class TreeCVSearchCV(BaseSearchCV):
                 **clone(candidate_params[i], safe=False)
             )
             if not fit_is_one_pass(model):
-                warn_about_regime(model, refit=self.refit is not False)
+                warn_about_regime(model, refit=self.refit is not False, stacklevel=5)
                 return
 
     def get_metadata_routing(self):
@@ -579,21 +577,7 @@ class _ScoredByScikitLearn:
 def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext):
     """Run one candidate's CV; ``_fit_and_score``-style results, one per split."""
     backend = choose_backend(estimator, context.method)
-    scored = estimator
-    regime = "fit"
-    if not isinstance(backend, StandardBackend) and callable(
-        getattr(estimator, "partial_fit", None)
-    ):
-        # A tree: one ordered pass of partial_fit, through a wrapper that keeps
-        # the batches of its own fit when the learner depends on batching.
-        regime = "one_pass"
-        if not streams_batch_invariantly(estimator):
-            scored = TreeCVEstimator(
-                estimator,
-                batch_size=STREAM_BATCH_SIZE,
-                classes=context.classes,
-                cache=None,
-            )
+    scored, regime = scored_estimator(estimator, backend, classes=context.classes)
     scoring = context.scorer
     user_scoring = context.scoring
     task = _SearchTask(
