@@ -340,3 +340,130 @@ def test_method_standard_scores_the_learners_own_fit():
     assert type(search.best_estimator_) is SGDClassifier
     scores = cross_val_score(clone(search.best_estimator_), X, y, cv=cv)
     assert abs(scores.mean() - search.best_score_) <= 1e-12
+
+
+# -- TreeCVEstimator: weighted score, partial_fit ----------------------------------
+def test_tree_cv_estimator_scores_with_sample_weight_in_grid_search(data):
+    X, y = data
+    weights = np.linspace(0.2, 3.0, len(y))
+    wrapped = TreeCVEstimator(MultinomialNB(), batch_size=64, cache=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "does not support sample_weight"
+        search = GridSearchCV(
+            wrapped, {"estimator__alpha": [0.1, 1.0]}, cv=TreeCVSplitter(4)
+        ).fit(X, y, sample_weight=weights)
+    reference = GridSearchCV(
+        MultinomialNB(), {"alpha": [0.1, 1.0]}, cv=TreeCVSplitter(4)
+    ).fit(X, y, sample_weight=weights)
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        reference.cv_results_["mean_test_score"],
+        rtol=1e-12,
+    )
+
+
+def test_tree_cv_estimator_score_request_in_a_routed_pipeline(data):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler
+
+    X, y = data
+    weights = np.linspace(0.2, 3.0, len(y))
+    with config_context(enable_metadata_routing=True):
+        wrapped = TreeCVEstimator(
+            MultinomialNB().set_partial_fit_request(sample_weight=True),
+            batch_size=64,
+            cache=None,
+        ).set_score_request(sample_weight=True)
+        pipe = make_pipeline(MaxAbsScaler(), wrapped)
+        search = GridSearchCV(
+            pipe,
+            {"treecvestimator__estimator__alpha": [0.1, 1.0]},
+            cv=TreeCVSplitter(3),
+            scoring=make_scorer(accuracy_score).set_score_request(sample_weight=True),
+        ).fit(X, y, sample_weight=weights)
+        assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+        weighted = pipe.fit(X, y, sample_weight=weights).score(
+            X, y, sample_weight=weights
+        )
+    assert weighted == pytest.approx(
+        accuracy_score(y, pipe.predict(X), sample_weight=weights)
+    )
+
+
+def test_tree_cv_estimator_partial_fit_for_incremental_tools(data):
+    from sklearn.model_selection import learning_curve
+
+    X, y = data
+    wrapped = TreeCVEstimator(SGDClassifier(random_state=0), batch_size=50, cache=None)
+    sizes, train, test = learning_curve(
+        wrapped,
+        X,
+        y,
+        cv=TreeCVSplitter(3),
+        train_sizes=[0.5, 1.0],
+        exploit_incremental_learning=True,
+    )
+    assert test.shape == (2, 3) and np.all(np.isfinite(test))
+    # Streaming in pieces gives the model of one fit over the same rows.
+    streamed = clone(wrapped)
+    for rows in np.array_split(np.arange(len(y)), 7):
+        streamed.partial_fit(X[rows], y[rows], classes=np.unique(y))
+    fitted = clone(wrapped).fit(X, y)
+    assert_array_equal(streamed.estimator_.coef_, fitted.estimator_.coef_)
+
+
+def test_tree_cv_estimator_keeps_feature_names(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    frame = pd.DataFrame(X, columns=[f"pixel{i}" for i in range(X.shape[1])])
+    model = TreeCVEstimator(MultinomialNB(), cache=None).fit(frame, y)
+    assert_array_equal(model.feature_names_in_, frame.columns)
+    with pytest.raises(ValueError, match="feature names"):
+        model.predict(frame[frame.columns[::-1]])
+
+
+# -- tree_cross_validate: error_score, feature names -------------------------------
+def test_tree_cross_validate_error_score_as_cross_validate(data):
+    from sklearn.model_selection import cross_validate
+
+    from sklearn_ext import tree_cross_validate
+
+    X, y = data
+
+    def fails_on_first_fold(estimator, X, y):
+        if len(y) and y[0] == first_label:
+            raise RuntimeError("this fold cannot be scored")
+        return accuracy_score(y, estimator.predict(X))
+
+    cv = TreeCVSplitter(4)
+    first_label = y[next(cv.split(X, y))[1][0]]
+    with pytest.warns(UserWarning, match="Scoring failed"):
+        ours = tree_cross_validate(
+            MultinomialNB(), X, y, cv=cv, scoring=fails_on_first_fold
+        )
+    with pytest.warns(UserWarning, match="Scoring failed"):
+        theirs = cross_validate(
+            MultinomialNB(), X, y, cv=cv, scoring=fails_on_first_fold
+        )
+    assert_array_equal(np.isnan(ours["test_score"]), np.isnan(theirs["test_score"]))
+    with pytest.raises(RuntimeError, match="cannot be scored"):
+        tree_cross_validate(
+            MultinomialNB(),
+            X,
+            y,
+            cv=cv,
+            scoring=fails_on_first_fold,
+            error_score="raise",
+        )
+
+
+def test_tree_cross_validate_fold_models_keep_feature_names(data):
+    pd = pytest.importorskip("pandas")
+    from sklearn_ext import tree_cross_validate
+
+    X, y = data
+    frame = pd.DataFrame(X, columns=[f"pixel{i}" for i in range(X.shape[1])])
+    for estimator in (MultinomialNB(), PegasosClassifier()):
+        result = tree_cross_validate(estimator, frame, y, cv=3, return_estimator=True)
+        for model in result["estimator"]:
+            assert_array_equal(model.feature_names_in_, frame.columns)

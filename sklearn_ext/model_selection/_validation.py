@@ -6,7 +6,7 @@ import numbers
 import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
-from traceback import format_exc, format_exception
+from traceback import format_exc
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,6 @@ from sklearn.base import (
     is_regressor,
 )
 from sklearn.metrics import check_scoring
-from sklearn.model_selection._validation import _warn_or_raise_about_fit_failures
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import type_of_target
@@ -186,9 +185,8 @@ def tree_cross_validate(
     error_score : "raise" or float, default=np.nan
         As in :func:`~sklearn.model_selection.cross_validate`: the score of a
         fold whose scoring raises, with a ``UserWarning``; ``"raise"``
-        re-raises. A failed fit fails every fold of the tree, which (as
-        ``cross_validate`` when all fits fail) raises a ``ValueError`` with the
-        details. An exception raised by ``leaf_callback`` always propagates.
+        re-raises. A failed fit fails every fold of the tree, so its error is
+        raised (``cross_validate`` raises too when every fit fails).
 
     Returns
     -------
@@ -238,7 +236,6 @@ def tree_cross_validate(
     scored, regime = scored_estimator(estimator, backend, classes=all_classes)
     if regime == "one_pass":
         warn_about_regime(estimator, refit=False, stacklevel=4)
-    callback_errors: list[BaseException] = []
     task = CVTask(
         estimator=scored,
         X=X,
@@ -252,48 +249,14 @@ def tree_cross_validate(
         classes=_classes(scored, y, all_classes),
         n_jobs=n_jobs,
         return_estimator=return_estimator,
-        on_leaf=None
-        if leaf_callback is None
-        else _remembering(leaf_callback, callback_errors),
+        on_leaf=leaf_callback,
     )
-    try:
-        table = backend.run(task)
-    except Exception as exc:
-        if error_score == "raise" or any(e is exc for e in callback_errors):
-            raise
-        _fail_run(exc, plan, error_score)
-        raise
-    result = _aggregate(table, backend.name)
+    result = _aggregate(backend.run(task), backend.name)
     if return_estimator and _feature_names(X_given) is not None and not as_given:
         for model in result["estimator"]:
             if model is not None and not hasattr(model, "feature_names_in_"):
                 model.feature_names_in_ = _feature_names(X_given)
     return result
-
-
-def _remembering(callback, errors: list):
-    """``callback``, noting what it raises (which ``error_score`` never hides)."""
-
-    def on_leaf(leaf):
-        try:
-            callback(leaf)
-        except BaseException as exc:
-            errors.append(exc)
-            raise
-
-    return on_leaf
-
-
-def _fail_run(exc, plan: FoldPlan, error_score) -> None:
-    """Raise as ``cross_validate`` does when every fit fails.
-
-    A failure anywhere in the tree fails every fold, so this is
-    scikit-learn's "All the k fits failed" error, with the details.
-    """
-    error = "".join(format_exception(exc))
-    _warn_or_raise_about_fit_failures(
-        [{"fit_error": error}] * plan.n_splits, error_score
-    )
 
 
 def _scoring_errors_as(scorer, scoring, error_score):
