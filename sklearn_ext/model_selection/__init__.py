@@ -1,6 +1,5 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches."""
 
-from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
@@ -23,7 +22,6 @@ __all__ = [
     "FoldPlan",
     "LeafResult",
     "LeafTable",
-    "NativeSSADTreeBackend",
     "NativeTreeBackend",
     "PrefixCache",
     "StratifiedTreeCVSplitter",

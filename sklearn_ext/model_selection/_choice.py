@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.model_selection._backends import (
     Backend,
     PythonTreeBackend,
@@ -17,7 +16,6 @@ METHODS = ("auto", "treecv", "standard", "alpha_seeding")
 
 # Tree backends, fastest first: the first that accepts the estimator runs it.
 TREE_BACKENDS: tuple[type[Backend], ...] = (
-    NativeSSADTreeBackend,
     NativeTreeBackend,
     PythonTreeBackend,
 )
