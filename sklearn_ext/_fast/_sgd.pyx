@@ -493,10 +493,7 @@ cdef class SGDModel(NativeModel):
         return n_rows * self.p.n_models
 
     cdef double score(
-        self,
-        const double* state,
-        const Py_ssize_t* rows,
-        Py_ssize_t n_rows,
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
         double* work,
     ) noexcept nogil:
         if self.is_float32:

@@ -270,10 +270,7 @@ cdef class SSADModel(NativeModel):
         return 2 * n_rows
 
     cdef double score(
-        self,
-        const double* state,
-        const Py_ssize_t* rows,
-        Py_ssize_t n_rows,
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
         double* work,
     ) noexcept nogil:
         return auroc_rows(

@@ -23,9 +23,6 @@ cdef class NativeModel:
     cdef Py_ssize_t score_work_size(self, Py_ssize_t n_rows) noexcept nogil
     # The score of the model in state on the held-out rows[0 .. n_rows).
     cdef double score(
-        self,
-        const double* state,
-        const Py_ssize_t* rows,
-        Py_ssize_t n_rows,
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
         double* work,
     ) noexcept nogil

@@ -48,10 +48,7 @@ cdef class NativeModel:
         return 0
 
     cdef double score(
-        self,
-        const double* state,
-        const Py_ssize_t* rows,
-        Py_ssize_t n_rows,
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
         double* work,
     ) noexcept nogil:
         return NAN
@@ -128,16 +125,10 @@ cdef Py_ssize_t child_feed(
 
 
 def feed_child(
-    NativeModel model,
-    double[::1] state,
-    const Py_ssize_t[::1] sample_order,
-    const Py_ssize_t[::1] bounds,
-    Py_ssize_t p_start,
-    Py_ssize_t p_end,
-    Py_ssize_t start,
-    Py_ssize_t end,
-    bint randomized,
-    uint64_t seed,
+    NativeModel model, double[::1] state,
+    const Py_ssize_t[::1] sample_order, const Py_ssize_t[::1] bounds,
+    Py_ssize_t p_start, Py_ssize_t p_end, Py_ssize_t start, Py_ssize_t end,
+    bint randomized, uint64_t seed,
 ):
     """Turn the model of node ``(p_start, p_end)`` into that of its child, in place.
 
