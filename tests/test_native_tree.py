@@ -325,6 +325,7 @@ def _state_on_the_path(model, plan, leaf):
 
 
 def _columns(k):
+    """scores, n_fed, fit_time, score_time and the stop flag of a walk."""
     return (
         np.full(k, np.nan),
         np.zeros(k, dtype=np.int64),
@@ -334,34 +335,36 @@ def _columns(k):
     )
 
 
+def _walk(model, plan, node, columns, callback, carried_fed=0):
+    randomized = plan.order == "randomized"
+    return _tree.run_subtree(
+        model,
+        model.new_state(),
+        plan.sample_order,
+        plan.bounds,
+        *node,
+        randomized,
+        plan.seed or 0,
+        *columns,
+        callback,
+        carried_fed,
+    )
+
+
 @pytest.mark.parametrize("which", [0, 1], ids=["sgd", "ssad"])
 def test_the_walker_drives_every_kernel_by_one_contract(which, global_random_seed):
     model, plan = _kernels(global_random_seed)[which]
     k = plan.n_splits
-    scores, n_fed, fit_time, score_time, stop = _columns(k)
+    columns = _columns(k)
+    scores, n_fed, _, _, stop = columns
     seen = []
 
     def callback(leaf, state):
         # The leaf's columns are written before the callback runs.
         seen.append((leaf, np.array(state), n_fed[leaf], scores[leaf]))
 
-    error = _tree.run_subtree(
-        model,
-        model.new_state(),
-        plan.sample_order,
-        plan.bounds,
-        0,
-        k - 1,
-        True,
-        plan.seed,
-        scores,
-        n_fed,
-        fit_time,
-        score_time,
-        stop,
-        callback,
-        5,  # Rows fed above this subtree: counted by its first leaf.
-    )
+    # 5 rows fed above this subtree: counted by its first leaf.
+    error = _walk(model, plan, (0, k - 1), columns, callback, carried_fed=5)
     assert error is None and stop[0] == 0
     assert [leaf for leaf, *_ in seen] == list(range(k))
     assert n_fed.sum() == plan.n_samples_fed() + 5
@@ -376,7 +379,8 @@ def test_the_walker_drives_every_kernel_by_one_contract(which, global_random_see
 def test_a_raising_callback_stops_every_walker_sharing_the_flag(global_random_seed):
     model, plan = _kernels(global_random_seed)[0]
     k = plan.n_splits
-    scores, n_fed, fit_time, score_time, stop = _columns(k)
+    columns = _columns(k)
+    stop = columns[-1]
     calls = []
 
     class Stop(Exception):
@@ -387,27 +391,10 @@ def test_a_raising_callback_stops_every_walker_sharing_the_flag(global_random_se
         if len(calls) == 2:
             raise Stop
 
-    def run(start, end):
-        return _tree.run_subtree(
-            model,
-            model.new_state(),
-            plan.sample_order,
-            plan.bounds,
-            start,
-            end,
-            False,
-            0,
-            scores,
-            n_fed,
-            fit_time,
-            score_time,
-            stop,
-            callback,
-        )
-
-    assert isinstance(run(0, 3), Stop)  # Returned, not raised.
-    assert stop[0] == 1 and calls == [0, 1]
-    assert run(4, k - 1) is None  # Another subtree sharing the flag stops too.
+    assert isinstance(_walk(model, plan, (0, 3), columns, callback), Stop)
+    assert stop[0] == 1 and calls == [0, 1]  # The exception is returned, not raised.
+    # Another subtree sharing the flag stops too.
+    assert _walk(model, plan, (4, k - 1), columns, callback) is None
     assert calls == [0, 1]
 
 
