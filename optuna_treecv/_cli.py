@@ -313,7 +313,7 @@ def _tune(args) -> int:
         print("No trial completed; nothing to summarize.")
         return 1
     best = study.best_trial
-    attrs = best.user_attrs
+    attrs = _details(best)
     print(
         f"Best trial #{best.number}: {attrs.get('mean_test_score', best.value):.4f} "
         f"± {attrs.get('stderr_test_score', float('nan')):.4f} (standard error, "
@@ -322,7 +322,7 @@ def _tune(args) -> int:
     for name, value in best.params.items():
         print(f"  {name} = {value!r}")
     n_samples = X.shape[0]
-    fed = sum(int(t.user_attrs.get("n_samples_fed", 0)) for t in trials)
+    fed = sum(int(_details(t).get("n_samples_fed", 0)) for t in trials)
     standard_fed = len(trials) * n_samples * (args.cv - 1)
     print(
         f"Rows fed to the learner: {fed:,} (standard CV, no pruning: "
@@ -344,11 +344,18 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
     from sklearn.base import clone
 
     from optuna_treecv._objective import suggest_params
+    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
 
     params = suggest_params(FixedTrial(best.params, best.number), objective.params)
     estimator = clone(objective.estimator).set_params(**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TreeCVFallbackWarning)
+        backend = choose_backend(estimator, objective.backend)
+    if backend.name == "standard":
+        print("Time: every trial ran standard CV; there is no TreeCV to compare.")
+        return
     runs, learn = {}, {}
-    for method in (objective._method(estimator), "standard"):
+    for method in (backend, "standard"):
         tic = time.perf_counter()
         result = tree_cross_validate(
             estimator,
@@ -363,8 +370,8 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
         runs[key] = time.perf_counter() - tic
         learn[key] = float(np.sum(result["fit_time"]) + np.sum(result["score_time"]))
     spent = sum(
-        float(t.user_attrs.get("fit_time", 0.0))
-        + float(t.user_attrs.get("score_time", 0.0))
+        float(_details(t).get("fit_time", 0.0))
+        + float(_details(t).get("score_time", 0.0))
         for t in trials
     )
     estimate = len(trials) * learn["standard"]
@@ -383,13 +390,14 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
 
 def _cv(args) -> int:
     from sklearn_ext import tree_cross_validate
-    from sklearn_ext.model_selection import choose_backend
+    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
 
     estimator, _, X, y = _setup(args)
-    methods = ["auto", "standard"]
-    try:
-        choose_backend(estimator, "auto")
-    except TypeError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TreeCVFallbackWarning)
+        backend = choose_backend(estimator, "auto")
+    methods = [backend, "standard"]
+    if backend.name == "standard":
         print(f"No fast backend runs {type(estimator).__name__}: standard CV only.")
         methods = ["standard"]
     rows = []
@@ -425,6 +433,11 @@ def _cv(args) -> int:
             f"{rows[0][0]} is {rows[1][3] / rows[0][3]:.1f}x faster than standard CV."
         )
     return 0
+
+
+def _details(trial) -> dict[str, Any]:
+    """A trial's CV details (the "cv" attribute of TreeCVObjective)."""
+    return trial.user_attrs.get("cv", {})
 
 
 def _stem(dataset: str) -> str:

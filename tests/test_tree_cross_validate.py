@@ -26,11 +26,11 @@ from sklearn.model_selection import (
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
 from sklearn_ext import (
-    LeafResult,
     StratifiedTreeCVSplitter,
     TreeCVSplitter,
     tree_cross_validate,
 )
+from sklearn_ext.model_selection import TreeCVFallbackWarning
 
 
 @pytest.fixture(scope="module")
@@ -267,35 +267,6 @@ def test_missing_class_in_a_training_part():
         tree_cross_validate(SGDClassifier(), X, y, cv=cv, classes=[0, 1])
 
 
-def test_leaf_callback_streams_and_can_stop(digits):
-    X, y = digits
-    seen = []
-    tree_cross_validate(MultinomialNB(), X, y, cv=5, leaf_callback=seen.append)
-    assert [leaf.fold for leaf in seen] == [0, 1, 2, 3, 4]
-    assert all(isinstance(leaf, LeafResult) for leaf in seen)
-    assert sum(leaf.n_samples_fed for leaf in seen) == (
-        StratifiedTreeCVSplitter(5).plan(X, y).n_samples_fed()
-    )
-
-    class Stop(Exception):
-        pass
-
-    def stop_after_two(leaf):
-        if leaf.fold == 1:
-            raise Stop
-
-    for method in ("treecv", "standard"):
-        with pytest.raises(Stop):
-            tree_cross_validate(
-                MultinomialNB(),
-                X,
-                y,
-                cv=5,
-                method=method,
-                leaf_callback=stop_after_two,
-            )
-
-
 def test_standard_method_runs_any_estimator(digits):
     X, y = digits[0][:400], digits[1][:400]
     est = LogisticRegression(max_iter=200)
@@ -323,7 +294,8 @@ def test_sparse_input(digits):
             np.arange(10) % 2,
             {"cv": 1},
             ValueError,
-            r"'cv' parameter must be an int in the range \[2, n_samples=10\]",
+            r"The 'cv' parameter of tree_cross_validate must be an int in the "
+            r"range \[2, inf\)",
         ),
         (np.ones((10, 2)), np.arange(10) % 2, {"cv": 11}, ValueError, "Got 11 instead"),
         (
@@ -374,7 +346,7 @@ def test_sparse_input(digits):
             np.arange(10) % 2,
             {"cv": "five"},
             ValueError,
-            "cross-validation generator",
+            "The 'cv' parameter of tree_cross_validate must be",
         ),
         (
             np.ones((10, 2)),
@@ -413,12 +385,17 @@ def test_bad_input(X, y, kwargs, error, message):
 
 def test_estimator_without_partial_fit():
     X, y = load_iris(return_X_y=True)
+    # method="auto" falls back to standard CV, with a warning.
+    with pytest.warns(TreeCVFallbackWarning, match="LogisticRegression"):
+        result = tree_cross_validate(LogisticRegression(max_iter=1000), X, y)
+    assert result["backend"] == "standard"
+    # A method named explicitly refuses.
     with pytest.raises(
         TypeError,
-        match=r"LogisticRegression has no partial_fit.*"
-        r"method='standard'",
+        match=r"method='treecv' cannot run LogisticRegression: it has no "
+        r"partial_fit method.*method='standard'",
     ):
-        tree_cross_validate(LogisticRegression(), X, y)
+        tree_cross_validate(LogisticRegression(), X, y, method="treecv")
 
 
 class OrderSensitive(ClassifierMixin, BaseEstimator):

@@ -1,12 +1,19 @@
-"""Fold plans, TreeCV splitters, tree cross-validation and searches."""
+"""Fold plans, TreeCV splitters, tree cross-validation and searches.
+
+Importing this package imports none of the learner packages: the native tree
+(``NativeTreeBackend``) asks each estimator for its kernel, and the SVM's
+alpha-seeding backend is found by name on first use.
+"""
 
 from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
     LeafResult,
     LeafTable,
+    PythonTreeBackend,
+    StandardBackend,
 )
-from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._choice import TreeCVFallbackWarning, choose_backend
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
 from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.model_selection._plan import FoldPlan
@@ -24,8 +31,11 @@ __all__ = [
     "LeafTable",
     "NativeTreeBackend",
     "PrefixCache",
+    "PythonTreeBackend",
+    "StandardBackend",
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
+    "TreeCVFallbackWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",

@@ -11,12 +11,7 @@ from joblib import effective_n_jobs
 from sklearn.base import clone
 
 from sklearn_ext._fast import _tree
-from sklearn_ext.model_selection._backends import (
-    Backend,
-    CVTask,
-    LeafResult,
-    LeafTable,
-)
+from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 
 __all__ = ["NativeTreeBackend"]
 
@@ -57,7 +52,7 @@ class NativeTreeBackend(Backend):
     def accepts(cls, estimator) -> bool:
         return callable(getattr(estimator, "_native_model", None))
 
-    def run(self, task: CVTask) -> LeafTable | list[LeafResult]:
+    def run(self, task: CVTask) -> LeafTable:
         model, rebuild = clone(task.estimator)._native_model(task)
         plan = task.plan
         k = plan.n_splits
@@ -85,19 +80,17 @@ class NativeTreeBackend(Backend):
             with lock:
                 if stop[0]:
                     return  # Another thread's leaf stopped the run meanwhile.
-                result = LeafResult(
+                result = task.leaf_result(
                     leaf,
                     leaf_scores,
-                    int(n_fed[leaf]),
-                    float(fit_time[leaf]),
+                    n_fed[leaf],
+                    fit_time[leaf],
                     leaf_score_time,
-                    estimator if task.return_estimator else None,
+                    estimator,
                 )
                 leaves.append(result)
-                if task.on_leaf is None:
-                    return
                 try:
-                    task.on_leaf(result)
+                    task.emit(result)
                 except BaseException:
                     stop[0] = 1  # Before the lock is released.
                     raise
@@ -146,14 +139,8 @@ class NativeTreeBackend(Backend):
             if error is not None:
                 raise error
         if streaming:
-            return sorted(leaves, key=lambda leaf: leaf.fold)
-        return LeafTable(
-            fold=np.arange(k),
-            scores={"score": scores},
-            n_samples_fed=n_fed,
-            fit_time=fit_time,
-            score_time=score_time,
-        )
+            return LeafTable.from_leaves(leaves)
+        return LeafTable.from_leaf_columns(plan, scores, n_fed, fit_time, score_time)
 
 
 def _run_threaded(plan, root_state, n_jobs, feed, subtree):
