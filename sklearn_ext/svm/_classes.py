@@ -291,10 +291,12 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if isinstance(self.gamma, str):
             if self.gamma == "auto":
                 return 1.0 / X.shape[1]
-            if sp.issparse(X):
-                var = X.multiply(X).mean() - X.mean() ** 2
-            else:
-                var = X.var()
+            with np.errstate(over="ignore", invalid="ignore"):
+                # Huge values give var=inf; the kernel check then refuses them.
+                if sp.issparse(X):
+                    var = X.multiply(X).mean() - X.mean() ** 2
+                else:
+                    var = X.var()
             return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
         return float(self.gamma)
 

@@ -181,7 +181,9 @@ class KernelStore:
                 else:
                     if buffer is None or buffer.shape[0] != stop - start:
                         buffer = np.empty((stop - start, n))
-                    K[start:stop] = self._block(slice(start, stop), out=buffer)
+                    block = self._block(slice(start, stop), out=buffer)
+                    with np.errstate(over="ignore"):
+                        K[start:stop] = block
                 # After the cast: a float64 value may overflow float32.
                 check_finite_kernel(K[start:stop])
             self._set_dense(K, budget)
@@ -211,6 +213,11 @@ class KernelStore:
         return int(sum(a.nbytes for a in held if a is not None))
 
     def _block(self, rows, out=None) -> np.ndarray:
+        # Overflow is reported by check_finite_kernel, with advice.
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._block_values(rows, out)
+
+    def _block_values(self, rows, out=None) -> np.ndarray:
         if callable(self.kernel):
             block = kernel_matrix(self.X[rows], self.X, self.kernel, 0, 0, 0)
             expected = (_n_rows(self.X, rows), self.n_samples)
