@@ -1,6 +1,6 @@
 """
 All 10^4 grid points of a semi-supervised anomaly detector, each cross-validated 10-fold
-=======================================================================================
+========================================================================================
 
 The SSAD method of Görnitz et al. (JAIR 2013) has four hyperparameters (``eta_u``,
 ``eta_l``, ``kappa`` and the kernel width ``gamma``); ten values each make 10,000

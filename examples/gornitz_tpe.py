@@ -1,6 +1,6 @@
 """
 TPE with pruning: close to the grid's best AUROC with a fraction of the evaluations
-==================================================================================
+===================================================================================
 
 The 10^4-point grid of ``gornitz_optuna_grid.py`` finds the best of a fixed set of
 settings. A model-based search needs far fewer cross-validations: here Optuna's

@@ -85,11 +85,25 @@ def test_partial_fit_is_one_ordered_pass(estimator_class, global_random_seed):
 def test_fit_is_deterministic_given_random_state(estimator_class, global_random_seed):
     X, y = _data(global_random_seed)
     y = _target(estimator_class, X, y)
-    first = estimator_class(random_state=global_random_seed).fit(X, y)
-    second = estimator_class(random_state=global_random_seed).fit(X, y)
-    other = estimator_class(random_state=global_random_seed + 1).fit(X, y)
+    # The seed drives the shuffling, which the one-pass defaults leave off.
+    shuffled = {"shuffle": True, "max_iter": 5}
+    first = estimator_class(random_state=global_random_seed, **shuffled).fit(X, y)
+    second = estimator_class(random_state=global_random_seed, **shuffled).fit(X, y)
+    other = estimator_class(random_state=global_random_seed + 1, **shuffled).fit(X, y)
     assert_array_equal(first.coef_, second.coef_)
     assert not np.array_equal(first.coef_, other.coef_)
+
+
+@pytest.mark.parametrize("estimator_class", ESTIMATORS)
+def test_default_fit_is_the_one_pass_treecv_scores(estimator_class):
+    X, y = _data(0)
+    y = _target(estimator_class, X, y)
+    fitted = estimator_class().fit(X, y)
+    kwargs = {"classes": np.unique(y)} if estimator_class in CLASSIFIERS else {}
+    streamed = estimator_class().partial_fit(X[:7], y[:7], **kwargs)
+    streamed.partial_fit(X[7:], y[7:])
+    assert_array_equal(fitted.coef_, streamed.coef_)
+    assert_array_equal(fitted.intercept_, streamed.intercept_)
 
 
 @pytest.mark.parametrize("estimator_class", ESTIMATORS)
@@ -136,7 +150,10 @@ def test_multiclass_is_one_vs_rest(global_random_seed):
     X, y = _data(global_random_seed, n_classes=3)
     labels = np.array(["a", "b", "c"])[y]
     for estimator_class in CLASSIFIERS:
-        clf = estimator_class(alpha=1e-2, random_state=0).fit(X, labels)
+        # Several shuffled passes: this tests what the model learns, not one pass.
+        clf = estimator_class(alpha=1e-2, max_iter=5, shuffle=True, random_state=0).fit(
+            X, labels
+        )
         scores = clf.decision_function(X)
         assert scores.shape == (len(X), 3)
         assert clf.coef_.shape == (3, X.shape[1])
@@ -174,10 +191,12 @@ def test_least_squares_learns_and_stays_in_the_ball(global_random_seed):
     rng = np.random.RandomState(global_random_seed)
     X = rng.normal(size=(2000, 4))
     y = X @ [0.4, -0.2, 0.1, 0.0] + 0.2
-    reg = LeastSquaresSGDRegressor(random_state=0).fit(X, y)
+    reg = LeastSquaresSGDRegressor(max_iter=5, shuffle=True, random_state=0).fit(X, y)
     assert_allclose(reg.coef_.ravel(), [0.4, -0.2, 0.1, 0.0], atol=0.03)
     assert_allclose(reg.intercept_, [0.2], atol=0.03)
-    small = LeastSquaresSGDRegressor(radius=0.1, random_state=0).fit(X, y)
+    small = LeastSquaresSGDRegressor(
+        radius=0.1, max_iter=5, shuffle=True, random_state=0
+    ).fit(X, y)
     assert np.sqrt(np.sum(small.coef_**2) + small.intercept_[0] ** 2) <= 0.1 + 1e-12
 
 

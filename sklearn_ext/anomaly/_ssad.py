@@ -161,9 +161,12 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         Width of the RBF kernel ``exp(-gamma ||x - x'||^2)``. Must be positive.
     n_components : int, default=100
         Number of random Fourier features.
-    max_iter : int, default=5
+    max_iter : int, default=1
         Passes over the data in :meth:`fit`; :meth:`partial_fit` makes one.
-    shuffle : bool, default=True
+        With the defaults (``max_iter=1, shuffle=False``) :meth:`fit` is one
+        ordered pass, the model TreeCV scores for each fold, so a search's
+        refit is the model its score describes.
+    shuffle : bool, default=False
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the random features and of the shuffling. With an int, the
@@ -187,7 +190,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         The threshold ``rho``: ``decision_function = score_samples - offset_``.
     margin_ : float
         The margin :math:`\gamma_m`.
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
+    random_weights_ : ndarray of shape (`n_features_in_`, n_components)
         Random projection directions, ``N(0, 2 * gamma)``.
     random_offset_ : ndarray of shape (n_components,)
         Random phases, uniform on ``[0, 2 pi)``.
@@ -197,7 +200,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         Passes made by the last call to :meth:`fit` (1 after :meth:`partial_fit`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     See Also
@@ -247,8 +250,8 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         gamma=1.0,
         *,
         n_components=100,
-        max_iter=5,
-        shuffle=True,
+        max_iter=1,
+        shuffle=False,
         random_state=None,
         cache=None,
     ):

@@ -35,9 +35,12 @@ class LeastSquaresSGDRegressor(BaseNativeRegressor):
         onto; ``numpy.inf`` for no constraint. Must be positive.
     fit_intercept : bool, default=True
         Whether to learn an intercept (the weight of a constant feature 1).
-    max_iter : int, default=5
+    max_iter : int, default=1
         Number of passes over the data in :meth:`fit`.
-    shuffle : bool, default=True
+        With the defaults (``max_iter=1, shuffle=False``) :meth:`fit` is one
+        ordered pass, the model TreeCV scores for each fold, so a search's
+        refit is the model its score describes.
+    shuffle : bool, default=False
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffling in :meth:`fit`.
@@ -63,7 +66,7 @@ class LeastSquaresSGDRegressor(BaseNativeRegressor):
         Passes made by the last call to :meth:`fit` (1 after :meth:`partial_fit`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     References
@@ -102,8 +105,8 @@ class LeastSquaresSGDRegressor(BaseNativeRegressor):
         *,
         radius=1.0,
         fit_intercept=True,
-        max_iter=5,
-        shuffle=True,
+        max_iter=1,
+        shuffle=False,
         random_state=None,
         cache=None,
     ):

@@ -32,9 +32,12 @@ class LogisticSGDClassifier(PegasosClassifier):
     fit_intercept : bool, default=True
         Whether to learn an intercept (the weight of a constant feature 1,
         regularised with the other weights).
-    max_iter : int, default=5
+    max_iter : int, default=1
         Number of passes over the data in :meth:`fit`.
-    shuffle : bool, default=True
+        With the defaults (``max_iter=1, shuffle=False``) :meth:`fit` is one
+        ordered pass, the model TreeCV scores for each fold, so a search's
+        refit is the model its score describes.
+    shuffle : bool, default=False
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffling in :meth:`fit`.
@@ -62,7 +65,7 @@ class LogisticSGDClassifier(PegasosClassifier):
         Passes made by the last call to :meth:`fit` (1 after :meth:`partial_fit`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     See Also
@@ -74,7 +77,7 @@ class LogisticSGDClassifier(PegasosClassifier):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_ext.linear_model import LogisticSGDClassifier
     >>> X, y = make_classification(n_samples=200, random_state=0)
-    >>> clf = LogisticSGDClassifier(alpha=1e-2, random_state=0).fit(X, y)
+    >>> clf = LogisticSGDClassifier(alpha=0.1).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape
     (2, 2)
     >>> clf.score(X, y) > 0.9

@@ -45,10 +45,13 @@ class PegasosClassifier(BaseNativeClassifier):
         Whether to learn an intercept. It is the weight of an extra constant
         feature equal to 1, regularised (and projected) with the other weights,
         which keeps PEGASOS' analysis valid.
-    max_iter : int, default=5
+    max_iter : int, default=1
         Number of passes over the data in :meth:`fit`. :meth:`partial_fit`
-        always makes one pass.
-    shuffle : bool, default=True
+        always makes one pass. With the defaults (``max_iter=1,
+        shuffle=False``) :meth:`fit` is one ordered pass, the model TreeCV
+        scores for each fold, so a search's refit is the model its score
+        describes.
+    shuffle : bool, default=False
         Whether :meth:`fit` shuffles the rows before each pass.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffling in :meth:`fit`. Pass an int for reproducible output.
@@ -76,7 +79,7 @@ class PegasosClassifier(BaseNativeClassifier):
         Passes made by the last call to :meth:`fit` (1 after :meth:`partial_fit`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
 
     See Also
@@ -94,7 +97,7 @@ class PegasosClassifier(BaseNativeClassifier):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_ext.linear_model import PegasosClassifier
     >>> X, y = make_classification(n_samples=200, random_state=0)
-    >>> clf = PegasosClassifier(alpha=1e-2, random_state=0).fit(X, y)
+    >>> clf = PegasosClassifier(alpha=0.1).fit(X, y)
     >>> clf.coef_.shape
     (1, 20)
     >>> clf.score(X, y) > 0.9
@@ -117,8 +120,8 @@ class PegasosClassifier(BaseNativeClassifier):
         *,
         project=False,
         fit_intercept=True,
-        max_iter=5,
-        shuffle=True,
+        max_iter=1,
+        shuffle=False,
         random_state=None,
         cache=None,
     ):

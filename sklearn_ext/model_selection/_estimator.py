@@ -83,7 +83,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         Rows of the last ``fit`` covered by a cached prefix.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit``, if ``X`` had string column names.
 
     See Also
