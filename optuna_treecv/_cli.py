@@ -344,11 +344,18 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
     from sklearn.base import clone
 
     from optuna_treecv._objective import suggest_params
+    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
 
     params = suggest_params(FixedTrial(best.params, best.number), objective.params)
     estimator = clone(objective.estimator).set_params(**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TreeCVFallbackWarning)
+        backend = choose_backend(estimator, objective.backend)
+    if backend.name == "standard":
+        print("Time: every trial ran standard CV; there is no TreeCV to compare.")
+        return
     runs, learn = {}, {}
-    for method in (objective._method(estimator), "standard"):
+    for method in (backend, "standard"):
         tic = time.perf_counter()
         result = tree_cross_validate(
             estimator,
@@ -383,13 +390,14 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
 
 def _cv(args) -> int:
     from sklearn_ext import tree_cross_validate
-    from sklearn_ext.model_selection import choose_backend
+    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
 
     estimator, _, X, y = _setup(args)
-    methods = ["auto", "standard"]
-    try:
-        choose_backend(estimator, "auto")
-    except TypeError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TreeCVFallbackWarning)
+        backend = choose_backend(estimator, "auto")
+    methods = [backend, "standard"]
+    if backend.name == "standard":
         print(f"No fast backend runs {type(estimator).__name__}: standard CV only.")
         methods = ["standard"]
     rows = []

@@ -21,7 +21,13 @@ from optuna.pruners import WilcoxonPruner
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from sklearn_ext.model_selection import FoldPlan, choose_backend
+from sklearn_ext.model_selection import (
+    Backend,
+    FoldPlan,
+    TreeCVFallbackWarning,
+    choose_backend,
+)
+from sklearn_ext.model_selection._backends import summarize_extras
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._validation import (
     _validate_data,
@@ -30,9 +36,6 @@ from sklearn_ext.model_selection._validation import (
     stratifies,
     tree_cross_validate,
 )
-from sklearn_ext.svm import WarmStartStore
-from sklearn_ext.svm._backend import AlphaSeedingBackend
-from sklearn_ext.svm._cv import as_alpha_seeded
 
 if TYPE_CHECKING:
     from optuna.trial import BaseTrial
@@ -81,11 +84,15 @@ class TreeCVObjective:
     scoring : str or callable, default=None
         One scikit-learn metric (greater is better); ``None`` uses the
         estimator's ``score``.
-    backend : {"auto", "treecv", "standard", ...}, default="auto"
-        A method of :func:`~sklearn_ext.tree_cross_validate`. ``"auto"`` takes
-        the fastest backend that applies to the trial's estimator and falls back
-        to ``"standard"`` (with a warning, once) for an estimator TreeCV cannot
-        run. The backend that ran is recorded in the ``backend`` attribute.
+    backend : {"auto", "treecv", "standard", "alpha_seeding"} or Backend, \
+            default="auto"
+        A method of :func:`~sklearn_ext.tree_cross_validate`, chosen per trial
+        by :func:`~sklearn_ext.model_selection.choose_backend` as in every
+        other door: ``"auto"`` takes the fastest backend that applies to the
+        trial's estimator and falls back to ``"standard"`` (with a
+        :class:`~sklearn_ext.model_selection.TreeCVFallbackWarning`) for an
+        estimator no faster backend can run. The backend that ran is recorded
+        in the ``backend`` attribute.
     report : {"running_mean", "per_fold"} or None, default="running_mean"
         ``"running_mean"`` reports the mean score of the folds done so far at
         ``step = leaves done - 1``, for pruners comparing learning curves
@@ -109,14 +116,19 @@ class TreeCVObjective:
         ``n_samples`` (``sample_weight``, the ``labeled`` mask of
         :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`) are restricted to
         the rows fed.
-    warm_start_store : WarmStartStore, default=None
-        For a kernel SVM (:class:`~sklearn_ext.svm.AlphaSeededSVC` or
-        :class:`sklearn.svm.SVC`, run by the ``alpha_seeding`` backend): a
-        :class:`~sklearn_ext.svm.WarmStartStore` shared by all trials (threads
-        of ``study.optimize(n_jobs=...)`` included), so that each fold starts
-        from its solution at the nearest ``C`` an earlier trial finished, or is
-        skipped exactly. An :class:`~optuna_treecv.ArtifactWarmStartStore`
-        also shares them between worker processes through an artifact store.
+    warm_start_store : object, default=None
+        A store shared by all trials (threads of ``study.optimize(n_jobs=...)``
+        included), handed to the backend with
+        ``choose_backend(..., store=...)``; a backend that keeps no store
+        refuses it when the objective is built. Each trial gets its own
+        ``warm_start_store.session()`` when the store has one, and a store
+        with a ``publish(trial, session)`` method is asked to publish the
+        trial's additions once the trial is complete. Today that is the
+        ``alpha_seeding`` backend's :class:`~sklearn_ext.svm.WarmStartStore`
+        (kernel SVMs): each fold starts from its solution at the nearest ``C``
+        an earlier trial finished, or is skipped exactly; an
+        :class:`~optuna_treecv.ArtifactWarmStartStore` also shares them
+        between worker processes through an artifact store.
 
     Attributes
     ----------
@@ -134,11 +146,12 @@ class TreeCVObjective:
     ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
     reports included) and ``backend``. A pruned trial records the folds it
     finished, with ``n_samples_fed`` and the times so far. (Extra attribute:
-    ``fold_order`` with ``report="per_fold"``.) With ``warm_start_store``:
-    ``warm_start_seed`` (the stored ``C`` the trial's folds started from, the
-    most frequent one, or ``None``), ``warm_start_hits`` (lookups that found a
-    stored solution) and ``warm_start_skips`` (problems solved by the exact
-    skip).
+    ``fold_order`` with ``report="per_fold"``.) The backend's engine extras
+    are recorded summed over the folds (:attr:`Backend.extras`): for the
+    ``alpha_seeding`` backend ``n_iter`` and ``seed_time``, and with a
+    warm-start store ``warm_start_seed`` (the stored ``C`` most folds started
+    from, or ``None``), ``warm_start_hits`` (problems seeded from a stored
+    solution) and ``warm_start_skips`` (problems solved by the exact skip).
 
     The objective returns the mean test score, or ``(mean, std)`` when the
     study has two directions (e.g. ``directions=["maximize", "minimize"]``).
@@ -175,18 +188,20 @@ class TreeCVObjective:
         *,
         cv=5,
         scoring=None,
-        backend: str = "auto",
+        backend: str | Backend = "auto",
         report: str | None = "running_mean",
         n_jobs: int | None = None,
         random_state=None,
         fit_params: Mapping[str, Any] | None = None,
-        warm_start_store: WarmStartStore | None = None,
+        warm_start_store=None,
     ) -> None:
         _check_params_spec(params, estimator)
-        if not isinstance(backend, str) or backend not in METHODS:
+        if not isinstance(backend, Backend) and (
+            not isinstance(backend, str) or backend not in METHODS
+        ):
             raise ValueError(
                 "The 'backend' parameter of TreeCVObjective must be a str among "
-                f"{set(METHODS)}. Got {backend!r} instead."
+                f"{set(METHODS)} or a Backend. Got {backend!r} instead."
             )
         if report not in REPORTS:
             raise ValueError(
@@ -215,17 +230,16 @@ class TreeCVObjective:
             )
         self.fit_params = dict(fit_params or {})
         if warm_start_store is not None:
-            if not isinstance(warm_start_store, WarmStartStore):
-                raise TypeError(
-                    "The 'warm_start_store' parameter of TreeCVObjective must be a "
-                    f"WarmStartStore or None. Got {warm_start_store!r} instead."
-                )
-            if not AlphaSeedingBackend.accepts(estimator):
-                raise ValueError(
-                    "TreeCVObjective(warm_start_store=...) needs an AlphaSeededSVC "
-                    "or a sklearn.svm.SVC without probability or break_ties; got "
-                    f"{estimator!r}."
-                )
+            # The backend that will run the trials must keep such a store.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TreeCVFallbackWarning)
+                try:
+                    choose_backend(estimator, backend, store=warm_start_store)
+                except TypeError as exc:
+                    raise ValueError(
+                        "The 'warm_start_store' parameter of TreeCVObjective "
+                        f"cannot be used with {type(estimator).__name__}: {exc}"
+                    ) from None
         self.warm_start_store = warm_start_store
         rng = check_random_state(random_state)
         self._seed = int(rng.randint(0, 2**31 - 1))
@@ -236,7 +250,6 @@ class TreeCVObjective:
             classifier=stratifies(estimator),
             random_state=rng,
         )
-        self._warned_fallback = False
         self._warned_wilcoxon = False
 
     # -- the objective ------------------------------------------------------------
@@ -267,41 +280,37 @@ class TreeCVObjective:
             estimator.set_params(**params)
         except ValueError as exc:
             raise ValueError(f"Cannot set params {params!r}: {exc}") from None
-        session = None
-        if self.warm_start_store is not None:
-            session = self.warm_start_store.session()
-            estimator = as_alpha_seeded(estimator).set_params(warm_start_store=session)
-        method = self._method(estimator)
-        backend_name = choose_backend(estimator, method).name
+        store = self.warm_start_store
+        session = (
+            store.session() if callable(getattr(store, "session", None)) else store
+        )
+        backend = choose_backend(estimator, self.backend, store=session)
 
         plan = self.fold_plan_
-        folds = np.arange(plan.n_splits)
         report = None if multi else self.report
         if report == "per_fold":
             rng = np.random.default_rng([self._seed, int(trial.number)])
             folds = rng.permutation(plan.n_splits)
             trial.set_user_attr("fold_order", [int(f) for f in folds])
-        progress = _Progress(trial, folds, report)
+            plan = plan.reordered(folds)
+        progress = _Progress(trial, plan.n_splits, report)
         tic = time.perf_counter()
         try:
             result = tree_cross_validate(
                 estimator,
                 self.X,
                 self.y,
-                cv=plan if report != "per_fold" else plan.reordered(folds),
+                cv=plan,
                 scoring=self.scoring,
-                method=method,
+                method=backend,
                 n_jobs=self.n_jobs,
                 fit_params=self.fit_params,
                 leaf_callback=progress,
             )
         except optuna.TrialPruned:
-            progress.record(trial, backend_name, time.perf_counter() - tic)
-            _record_warm_start(trial, session)
+            progress.record(trial, backend, time.perf_counter() - tic)
             raise
-        # Fold j of the run is fold folds[j] of the base plan.
-        scores = np.empty(plan.n_splits)
-        scores[folds] = result["test_score"]
+        scores = np.asarray(result["test_score"])
         attrs = {f"split{i}_test_score": float(s) for i, s in enumerate(scores)}
         mean = float(np.mean(scores))
         std = float(np.std(scores))
@@ -315,31 +324,13 @@ class TreeCVObjective:
             cv_time=time.perf_counter() - tic,
             backend=str(result["backend"]),
         )
+        attrs.update(summarize_extras(type(backend).extras, result))
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
-        _record_warm_start(trial, session)
-        publish = getattr(self.warm_start_store, "publish", None)
+        publish = getattr(store, "publish", None)
         if publish is not None:
             publish(trial, session)
         return (mean, std) if multi else mean
-
-    def _method(self, estimator) -> str:
-        if self.backend != "auto":
-            return self.backend
-        try:
-            choose_backend(estimator, "auto")
-        except TypeError:
-            if not self._warned_fallback:
-                self._warned_fallback = True
-                warnings.warn(
-                    f"TreeCV cannot run {type(estimator).__name__} (no "
-                    "partial_fit); TreeCVObjective falls back to standard k-fold "
-                    "CV, recorded as backend='standard'.",
-                    UserWarning,
-                    stacklevel=3,
-                )
-            return "standard"
-        return "auto"
 
     def __repr__(self) -> str:
         return (
@@ -352,19 +343,21 @@ class TreeCVObjective:
 class _Progress:
     """The leaf callback: report to the trial, prune, keep what was done."""
 
-    def __init__(self, trial: BaseTrial, folds: np.ndarray, report: str | None):
+    def __init__(self, trial: BaseTrial, n_splits: int, report: str | None):
         self.trial = trial
-        self.folds = folds
+        self.n_splits = n_splits
         self.report = report
         self.scores: dict[int, float] = {}
+        self.extras: dict[str, list] = {}
         self.n_samples_fed = 0
         self.fit_time = 0.0
         self.score_time = 0.0
 
     def __call__(self, leaf: LeafResult) -> None:
-        fold = int(self.folds[leaf.fold])
         score = float(next(iter(leaf.scores.values())))
-        self.scores[fold] = score
+        self.scores[leaf.split] = score
+        for name, value in leaf.extras.items():
+            self.extras.setdefault(name, []).append(value)
         self.n_samples_fed += int(leaf.n_samples_fed)
         self.fit_time += float(leaf.fit_time)
         self.score_time += float(leaf.score_time)
@@ -374,32 +367,22 @@ class _Progress:
             value = math.fsum(self.scores.values()) / len(self.scores)
             self.trial.report(value, step=len(self.scores) - 1)
         else:
-            self.trial.report(score, step=fold)
+            self.trial.report(score, step=leaf.split)
         if self.trial.should_prune():
             raise optuna.TrialPruned(
-                f"Pruned after {len(self.scores)} of {len(self.folds)} folds."
+                f"Pruned after {len(self.scores)} of {self.n_splits} folds."
             )
 
-    def record(self, trial: BaseTrial, backend: str, wall_time: float) -> None:
+    def record(self, trial: BaseTrial, backend: Backend, wall_time: float) -> None:
         for fold, score in sorted(self.scores.items()):
             trial.set_user_attr(f"split{fold}_test_score", score)
         trial.set_user_attr("n_samples_fed", self.n_samples_fed)
         trial.set_user_attr("fit_time", self.fit_time)
         trial.set_user_attr("score_time", self.score_time)
         trial.set_user_attr("cv_time", wall_time)
-        trial.set_user_attr("backend", backend)
-
-
-def _record_warm_start(trial: BaseTrial, session) -> None:
-    if session is None:
-        return
-    seed = None
-    if session.seed_Cs:
-        values, counts = np.unique(session.seed_Cs, return_counts=True)
-        seed = float(values[np.argmax(counts)])
-    trial.set_user_attr("warm_start_seed", seed)
-    trial.set_user_attr("warm_start_hits", int(session.n_hits))
-    trial.set_user_attr("warm_start_skips", int(session.n_skips))
+        trial.set_user_attr("backend", backend.name)
+        for key, value in summarize_extras(type(backend).extras, self.extras).items():
+            trial.set_user_attr(key, value)
 
 
 def _stderr(scores: np.ndarray) -> float:

@@ -2,51 +2,46 @@
 
 ``sklearn_ext`` imports without Optuna. It holds the fold plan, the TreeCV
 splitters, :func:`tree_cross_validate`, the search tools and the alpha-seeded
-kernel SVM.
+kernel SVM. Its public names are loaded on first access (as scikit-learn
+loads its submodules), so ``import sklearn_ext.model_selection`` imports none
+of the learner packages.
 """
 
-from sklearn_ext.anomaly import SemiSupervisedAnomalyDetector
-from sklearn_ext.linear_model import (
-    LeastSquaresSGDRegressor,
-    LogisticSGDClassifier,
-    PegasosClassifier,
-)
-from sklearn_ext.model_selection import (
-    FoldPlan,
-    LeafResult,
-    PrefixCache,
-    StratifiedTreeCVSplitter,
-    TreeCVEstimator,
-    TreeCVSearchCV,
-    TreeCVSplitter,
-    one_standard_error_rule,
-    tree_cross_validate,
-)
-from sklearn_ext.svm import (
-    AlphaSeededSVC,
-    WarmStartStore,
-    alpha_seeded_cv,
-    svm_c_path_cv,
-)
+import importlib
 
 __version__ = "0.1.0.dev0"
 
-__all__ = [
-    "AlphaSeededSVC",
-    "FoldPlan",
-    "LeastSquaresSGDRegressor",
-    "LogisticSGDClassifier",
-    "PegasosClassifier",
-    "LeafResult",
-    "PrefixCache",
-    "SemiSupervisedAnomalyDetector",
-    "StratifiedTreeCVSplitter",
-    "TreeCVEstimator",
-    "TreeCVSearchCV",
-    "TreeCVSplitter",
-    "WarmStartStore",
-    "alpha_seeded_cv",
-    "one_standard_error_rule",
-    "svm_c_path_cv",
-    "tree_cross_validate",
-]
+#: Public name -> the subpackage that defines it.
+_PUBLIC = {
+    "AlphaSeededSVC": "sklearn_ext.svm",
+    "FoldPlan": "sklearn_ext.model_selection",
+    "LeafResult": "sklearn_ext.model_selection",
+    "LeastSquaresSGDRegressor": "sklearn_ext.linear_model",
+    "LogisticSGDClassifier": "sklearn_ext.linear_model",
+    "PegasosClassifier": "sklearn_ext.linear_model",
+    "PrefixCache": "sklearn_ext.model_selection",
+    "SemiSupervisedAnomalyDetector": "sklearn_ext.anomaly",
+    "StratifiedTreeCVSplitter": "sklearn_ext.model_selection",
+    "TreeCVEstimator": "sklearn_ext.model_selection",
+    "TreeCVSearchCV": "sklearn_ext.model_selection",
+    "TreeCVSplitter": "sklearn_ext.model_selection",
+    "WarmStartStore": "sklearn_ext.svm",
+    "alpha_seeded_cv": "sklearn_ext.svm",
+    "one_standard_error_rule": "sklearn_ext.model_selection",
+    "svm_c_path_cv": "sklearn_ext.svm",
+    "tree_cross_validate": "sklearn_ext.model_selection",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__ + ["__version__"]

@@ -12,7 +12,7 @@ from sklearn_ext.linear_model import (
     LogisticSGDClassifier,
     PegasosClassifier,
 )
-from sklearn_ext.model_selection import _choice, choose_backend
+from sklearn_ext.model_selection import choose_backend
 from sklearn_ext.model_selection._backends import (
     CVTask,
     LeafTable,
@@ -268,13 +268,14 @@ def test_leaf_table_is_a_sequence_of_leaf_results(global_random_seed):
     assert [leaf.fold for leaf in table[1:3]] == [1, 2]
 
 
-def test_columnar_results_follow_the_split_order(global_random_seed, monkeypatch):
+def test_columnar_results_follow_the_split_order(global_random_seed):
     X, y = _data(global_random_seed)
     chunks = np.array_split(np.arange(len(X)), 8)
     plan = FoldPlan(chunks, len(X), leaf_order="interleaved")
     native = tree_cross_validate(PegasosClassifier(alpha=1e-2), X, y, cv=plan)
-    monkeypatch.setattr(_choice, "TREE_BACKENDS", (PythonTreeBackend,))
-    python = tree_cross_validate(PegasosClassifier(alpha=1e-2), X, y, cv=plan)
+    python = tree_cross_validate(
+        PegasosClassifier(alpha=1e-2), X, y, cv=plan, method=PythonTreeBackend()
+    )
     assert native["backend"] == "native_tree"
     assert python["backend"] == "python_tree"
     assert_array_equal(native["test_score"], python["test_score"])

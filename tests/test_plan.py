@@ -166,6 +166,9 @@ def test_reordered_plan_keeps_chunks_and_evaluates_in_the_given_order():
     for leaf, split in enumerate([3, 0, 2, 1]):
         base_chunk = plan.leaf_order[split]
         assert_array_equal(moved.test_indices(leaf), plan.test_indices(base_chunk))
-    assert moved.order == plan.order and moved.leaf_order.tolist() == [0, 1, 2, 3]
+    assert moved.order == plan.order
+    # Split numbers stay the base plan's: split 3 sits at leaf 0, and so on.
+    assert moved.leaf_order.tolist() == [1, 3, 2, 0]
+    assert moved.split_index.tolist() == [3, 0, 2, 1]
     with pytest.raises(ValueError, match="permutation of range"):
         plan.reordered([0, 0, 1, 2])

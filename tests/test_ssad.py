@@ -9,7 +9,6 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_validate
 from sklearn.utils._param_validation import InvalidParameterError
 
-import sklearn_ext.model_selection._choice as choice
 from sklearn_ext import (
     SemiSupervisedAnomalyDetector,
     StratifiedTreeCVSplitter,
@@ -43,12 +42,6 @@ def _data(seed=0, n_normal=300, n_anomalies=30, n_features=3):
 def _detector(**params):
     defaults = dict(eta_u=10.0, eta_l=10.0, kappa=1.0, gamma=0.3, random_state=0)
     return SSAD(**{**defaults, **params})
-
-
-@pytest.fixture
-def python_tree_only(monkeypatch):
-    """Make choose_backend skip the native trees (the Python engine runs)."""
-    monkeypatch.setattr(choice, "TREE_BACKENDS", (PythonTreeBackend,))
 
 
 # -- the learner ------------------------------------------------------------------
@@ -328,12 +321,13 @@ def test_auroc_matches_sklearn_with_ties():
 
 @pytest.mark.parametrize("order", ["fixed", "randomized"])
 @pytest.mark.parametrize("cv", [5, 8])
-def test_native_tree_equals_python_tree(order, cv, monkeypatch):
+def test_native_tree_equals_python_tree(order, cv):
     X, y, labeled = _data()
     kwargs = dict(cv=cv, order=order, random_state=0, fit_params={"labeled": labeled})
     native = tree_cross_validate(_detector(), X, y, **kwargs)
-    monkeypatch.setattr(choice, "TREE_BACKENDS", (PythonTreeBackend,))
-    python = tree_cross_validate(_detector(), X, y, **kwargs)
+    python = tree_cross_validate(
+        _detector(), X, y, method=PythonTreeBackend(), **kwargs
+    )
     assert native["backend"] == "native_tree"
     assert python["backend"] == "python_tree"
     assert_array_equal(native["test_score"], python["test_score"])
@@ -456,15 +450,14 @@ def test_native_tree_bad_fit_params_and_missing_labels():
 
 
 @pytest.mark.parametrize("engine", ["native", "python"])
-def test_fold_without_anomalies_raises(engine, monkeypatch):
+def test_fold_without_anomalies_raises(engine):
     from sklearn.model_selection import KFold
 
     X, y, _ = _data()
     order = np.argsort(y, kind="stable")  # Anomalies first: later folds lack them.
-    if engine == "python":
-        monkeypatch.setattr(choice, "TREE_BACKENDS", (PythonTreeBackend,))
+    method = PythonTreeBackend() if engine == "python" else "auto"
     with pytest.raises(ValueError, match=r"both classes \(\+1 and -1\) in y"):
-        tree_cross_validate(_detector(), X[order], y[order], cv=KFold(5))
+        tree_cross_validate(_detector(), X[order], y[order], cv=KFold(5), method=method)
 
 
 def test_labeled_mask_routed_through_tree_cross_validate():

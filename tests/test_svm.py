@@ -227,7 +227,9 @@ def test_bad_parameters(binary_data):
         AlphaSeededSVC(gamma=0.0).fit(X, y)
     with pytest.raises(ValueError, match="The 'gamma' parameter"):
         alpha_seeded_cv(AlphaSeededSVC(gamma=-1.0), X, y, cv=3)
-    with pytest.raises(ValueError, match="The 'seeding' parameter must be"):
+    with pytest.raises(
+        ValueError, match="The 'seeding' parameter of alpha_seeded_cv must be"
+    ):
         alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=3, seeding="warm")
     with pytest.raises(ValueError, match="probability"):
         alpha_seeded_cv(SVC(probability=True), X, y, cv=3)

@@ -31,6 +31,7 @@ from sklearn_ext import (
     TreeCVSplitter,
     tree_cross_validate,
 )
+from sklearn_ext.model_selection import TreeCVFallbackWarning
 
 
 @pytest.fixture(scope="module")
@@ -323,7 +324,8 @@ def test_sparse_input(digits):
             np.arange(10) % 2,
             {"cv": 1},
             ValueError,
-            r"'cv' parameter must be an int in the range \[2, n_samples=10\]",
+            r"The 'cv' parameter of tree_cross_validate must be an int in the "
+            r"range \[2, inf\)",
         ),
         (np.ones((10, 2)), np.arange(10) % 2, {"cv": 11}, ValueError, "Got 11 instead"),
         (
@@ -374,7 +376,7 @@ def test_sparse_input(digits):
             np.arange(10) % 2,
             {"cv": "five"},
             ValueError,
-            "cross-validation generator",
+            "The 'cv' parameter of tree_cross_validate must be",
         ),
         (
             np.ones((10, 2)),
@@ -413,12 +415,17 @@ def test_bad_input(X, y, kwargs, error, message):
 
 def test_estimator_without_partial_fit():
     X, y = load_iris(return_X_y=True)
+    # method="auto" falls back to standard CV, with a warning.
+    with pytest.warns(TreeCVFallbackWarning, match="LogisticRegression"):
+        result = tree_cross_validate(LogisticRegression(max_iter=1000), X, y)
+    assert result["backend"] == "standard"
+    # A method named explicitly refuses.
     with pytest.raises(
         TypeError,
-        match=r"LogisticRegression has no partial_fit.*"
-        r"method='standard'",
+        match=r"method='treecv' cannot run LogisticRegression: it has no "
+        r"partial_fit method.*method='standard'",
     ):
-        tree_cross_validate(LogisticRegression(), X, y)
+        tree_cross_validate(LogisticRegression(), X, y, method="treecv")
 
 
 class OrderSensitive(ClassifierMixin, BaseEstimator):

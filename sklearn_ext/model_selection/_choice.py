@@ -1,75 +1,182 @@
-"""The one place where a CV backend is chosen for an estimator."""
+"""The one place where a CV backend is chosen for an estimator.
+
+Every door (:func:`~sklearn_ext.tree_cross_validate`, ``TreeCVSearchCV``,
+``TreeCVEstimator``, ``TreeCVObjective``, the command line, the SVM doors) asks
+:func:`choose_backend`, so the same estimator and method give the same backend,
+the same warning and the same recorded name everywhere.
+
+The engines of the learner packages (the native tree, the alpha-seeding SVM
+backend) are found by name on first use, like plug-ins: importing
+``sklearn_ext.model_selection`` imports none of the learner packages, which
+import the backend contract from here.
+"""
 
 from __future__ import annotations
 
-from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
+import importlib
+import warnings
+from functools import cache
+
+from sklearn.utils._param_validation import StrOptions
+
 from sklearn_ext.model_selection._backends import (
     Backend,
     PythonTreeBackend,
     StandardBackend,
 )
-from sklearn_ext.model_selection._native import NativeTreeBackend
-from sklearn_ext.svm._backend import AlphaSeedingBackend
+from sklearn_ext.utils._param_validation import validate_params
 
-__all__ = ["METHODS", "choose_backend"]
+__all__ = ["METHODS", "TreeCVFallbackWarning", "backend_class", "choose_backend"]
 
 METHODS = ("auto", "treecv", "standard", "alpha_seeding")
 
-# Tree backends, fastest first: the first that accepts the estimator runs it.
-TREE_BACKENDS: tuple[type[Backend], ...] = (
-    NativeSSADTreeBackend,
-    NativeTreeBackend,
-    PythonTreeBackend,
+#: Engines of the learner packages, fastest first, as "module:Class".
+_ENGINES = {
+    "alpha_seeding": ("sklearn_ext.svm._backend:AlphaSeedingBackend",),
+    "treecv": (
+        "sklearn_ext.anomaly._backend:NativeSSADTreeBackend",
+        "sklearn_ext.model_selection._native:NativeTreeBackend",
+    ),
+}
+
+
+class TreeCVFallbackWarning(UserWarning):
+    """``method="auto"`` fell back to standard k-fold CV for an estimator.
+
+    Raised once per call site when no faster backend accepts the estimator
+    (e.g. one without ``partial_fit``): the run then trains ``k`` independent
+    models with ``fit``, recorded as ``backend="standard"``. Pass
+    ``method="standard"`` to choose that explicitly.
+    """
+
+
+@cache
+def _engines(method: str) -> tuple[type[Backend], ...]:
+    classes = []
+    for path in _ENGINES.get(method, ()):
+        module, name = path.split(":")
+        classes.append(getattr(importlib.import_module(module), name))
+    if method == "treecv":
+        classes.append(PythonTreeBackend)
+    return tuple(classes)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The backend class recorded as ``name`` in results (``"python_tree"``...)."""
+    for method in ("alpha_seeding", "treecv"):
+        for cls in _engines(method):
+            if cls.name == name:
+                return cls
+    if name == StandardBackend.name:
+        return StandardBackend
+    raise ValueError(f"Unknown backend name {name!r}.")
+
+
+@validate_params(
+    {
+        "estimator": [object],
+        "method": [StrOptions(set(METHODS)), Backend],
+        "store": [None, object],
+    },
 )
-
-
-def choose_backend(estimator, method: str = "auto") -> Backend:
+def choose_backend(estimator, method="auto", *, store=None) -> Backend:
     """Pick the backend that runs ``estimator`` for ``method``.
 
     Parameters
     ----------
     estimator : estimator object
         The (unfitted) learner.
-    method : {"auto", "treecv", "standard", "alpha_seeding"}, default="auto"
-        ``"treecv"`` and ``"auto"`` take the fastest tree backend that accepts
-        the estimator and raise a ``TypeError`` when none does; ``"standard"``
-        trains ``k`` independent models. ``"alpha_seeding"`` (also chosen by
-        ``"auto"`` for ``AlphaSeededSVC`` and scikit-learn's ``SVC``) solves
-        kernel SVM folds on a shared kernel store, each seeded from the last.
+    method : {"auto", "treecv", "standard", "alpha_seeding"} or Backend, \
+            default="auto"
+        ``"treecv"`` takes the fastest tree backend that accepts the estimator
+        (the native tree for the learners of :mod:`sklearn_ext.linear_model`
+        and :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`, else the
+        Python tree for any ``partial_fit`` estimator). ``"alpha_seeding"``
+        solves kernel SVM folds on a shared kernel store, each seeded from the
+        last (:class:`~sklearn_ext.AlphaSeededSVC` and scikit-learn's ``SVC``
+        without ``probability`` or ``break_ties``). ``"standard"`` trains ``k``
+        independent models. ``"auto"`` takes ``"alpha_seeding"`` where it
+        applies, then ``"treecv"``, and otherwise falls back to ``"standard"``
+        with a :class:`TreeCVFallbackWarning`. A :class:`Backend` instance
+        (e.g. ``AlphaSeedingBackend(seeding="mir")``) carries engine options.
+    store : object, default=None
+        A store shared across runs (e.g. a
+        :class:`~sklearn_ext.svm.WarmStartStore`), handed to the chosen
+        backend with :meth:`Backend.with_store`.
 
     Returns
     -------
     backend : Backend
         An instance whose ``name`` is recorded in the results.
 
+    Raises
+    ------
+    TypeError
+        When a method named explicitly (or a backend instance) cannot run the
+        estimator, or the chosen backend keeps no store.
+
     Examples
     --------
-    >>> from sklearn.linear_model import SGDClassifier
+    >>> import warnings
+    >>> from sklearn.linear_model import LogisticRegression, SGDClassifier
     >>> from sklearn_ext.model_selection import choose_backend
     >>> choose_backend(SGDClassifier()).name
     'python_tree'
     >>> choose_backend(SGDClassifier(), "standard").name
     'standard'
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     name = choose_backend(LogisticRegression()).name
+    >>> name, caught[0].category.__name__
+    ('standard', 'TreeCVFallbackWarning')
     """
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(
-            f"The 'method' parameter must be a str among {set(METHODS)}. "
-            f"Got {method!r} instead."
-        )
+    backend = _choose(estimator, method)
+    if store is not None:
+        backend = backend.with_store(store, estimator)
+    return backend
+
+
+def _choose(estimator, method) -> Backend:
+    owner = type(estimator).__name__
+    if isinstance(method, Backend):
+        if not method.accepts(estimator):
+            raise TypeError(
+                f"The backend {method!r} cannot run {owner}: its accepts() "
+                "returned False."
+            )
+        return method
     if method == "standard":
         return StandardBackend()
-    if method in ("auto", "alpha_seeding") and AlphaSeedingBackend.accepts(estimator):
-        return AlphaSeedingBackend()
+    candidates = {
+        "auto": _engines("alpha_seeding") + _engines("treecv"),
+        "treecv": _engines("treecv"),
+        "alpha_seeding": _engines("alpha_seeding"),
+    }[method]
+    for cls in candidates:
+        if cls.accepts(estimator):
+            return cls()
     if method == "alpha_seeding":
         raise TypeError(
             "method='alpha_seeding' needs an AlphaSeededSVC or a sklearn.svm.SVC "
-            f"(without probability or break_ties); got {type(estimator).__name__}."
+            f"(without probability or break_ties); got {owner}. Use "
+            "method='standard' or method='auto'."
         )
-    for backend in TREE_BACKENDS:
-        if backend.accepts(estimator):
-            return backend()
-    raise TypeError(
-        f"TreeCV needs an incremental learner, but {type(estimator).__name__} has "
-        "no partial_fit method. Use method='standard' to train k independent "
-        "models with fit instead."
+    reason = (
+        "it has no partial_fit method"
+        if not callable(getattr(estimator, "partial_fit", None))
+        else "no tree backend accepts it"
     )
+    if method == "treecv":
+        raise TypeError(
+            f"method='treecv' cannot run {owner}: {reason}. Use "
+            "method='standard' to train k independent models with fit, or "
+            "method='auto' to fall back to it."
+        )
+    warnings.warn(
+        f"TreeCV cannot run {owner} ({reason}); method='auto' falls back to "
+        "standard k-fold CV, training each fold with fit (recorded as "
+        "backend='standard'). Pass method='standard' to choose it explicitly.",
+        TreeCVFallbackWarning,
+        stacklevel=4,
+    )
+    return StandardBackend()

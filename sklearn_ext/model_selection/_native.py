@@ -15,7 +15,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from sklearn_ext._fast import _sgd
 from sklearn_ext.linear_model._base import BaseNativeSGD, as_kernel_input
-from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult, LeafTable
+from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 
 __all__ = ["NativeTreeBackend"]
 
@@ -52,7 +52,7 @@ class NativeTreeBackend(Backend):
     def accepts(cls, estimator) -> bool:
         return isinstance(estimator, BaseNativeSGD)
 
-    def run(self, task: CVTask) -> LeafTable | list[LeafResult]:
+    def run(self, task: CVTask) -> LeafTable:
         template = clone(task.estimator)
         template._validate_params()
         plan = task.plan
@@ -78,7 +78,7 @@ class NativeTreeBackend(Backend):
         stop = np.zeros(1, dtype=np.intc)
 
         needs_python = metric == 0 or task.return_estimator or task.on_leaf is not None
-        results: list[LeafResult] = []
+        results = []
         pending: dict[int, tuple[int, float]] = {}
         lock = threading.Lock()
 
@@ -104,17 +104,16 @@ class NativeTreeBackend(Backend):
                 else:
                     leaf_scores = {"score": float(c_score)}
                     leaf_score_time = float(score_time[fold])
-                leaf = LeafResult(
+                leaf = task.leaf_result(
                     fold,
                     leaf_scores,
                     int(fed) + extra_fed,
                     float(train_time) + extra_time,
                     leaf_score_time,
-                    model if task.return_estimator else None,
+                    model,
                 )
                 results.append(leaf)
-                if task.on_leaf is not None:
-                    task.on_leaf(leaf)
+                task.emit(leaf)
 
         def subtree(node, state):
             return _sgd.run_subtree(
@@ -173,14 +172,8 @@ class NativeTreeBackend(Backend):
             if error is not None:
                 raise error
         if needs_python:
-            return sorted(results, key=lambda leaf: leaf.fold)
-        return LeafTable(
-            fold=np.arange(k),
-            scores={"score": scores},
-            n_samples_fed=n_fed,
-            fit_time=fit_time,
-            score_time=score_time,
-        )
+            return LeafTable.from_leaves(results)
+        return LeafTable.from_leaf_columns(plan, scores, n_fed, fit_time, score_time)
 
 
 def _run_threaded(plan, root_state, n_jobs, feed, subtree, pending):

@@ -254,10 +254,11 @@ class FoldPlan:
             yield self.train_indices(leaf), self.test_indices(leaf)
 
     def reordered(self, splits) -> FoldPlan:
-        """The same chunks placed at other leaves of the tree.
+        """The same splits placed at other leaves of the tree.
 
         Leaf ``j`` of the returned plan holds the chunk of this plan's split
-        ``splits[j]``; its splits follow the leaves. The feeding order and seed are
+        ``splits[j]``, and keeps that split's number: results and callbacks
+        number the folds as this plan does. The feeding order and seed are
         kept. The tree then evaluates the folds in the order ``splits`` (useful to
         shuffle the order in which an Optuna pruner sees them) and feeds other
         chunks together, so order-dependent learners get slightly different fold
@@ -272,12 +273,13 @@ class FoldPlan:
         -------
         plan : FoldPlan
         """
-        chunks = self.leaf_order[_leaf_order(splits, self.n_splits)]
+        splits = _leaf_order(splits, self.n_splits)
         return FoldPlan(
-            [self.test_indices(int(chunk)) for chunk in chunks],
+            [self.test_indices(int(chunk)) for chunk in self.leaf_order[splits]],
             self.n_samples,
             order=self.order,
             seed=self.seed,
+            leaf_order=np.argsort(splits),
         )
 
     def n_samples_fed(self) -> int:

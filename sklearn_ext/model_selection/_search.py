@@ -16,7 +16,8 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.model_selection._search import BaseSearchCV
 
-from sklearn_ext.model_selection._choice import METHODS
+from sklearn_ext.model_selection._backends import Backend, summarize_extras
+from sklearn_ext.model_selection._choice import METHODS, backend_class
 from sklearn_ext.model_selection._validation import (
     _validate_data,
     make_fold_plan,
@@ -70,8 +71,10 @@ class TreeCVSearchCV(BaseSearchCV):
         The folds, built once and shared by all candidates.
     order : {"fixed", "randomized"}, default=None
         Feeding order, see :func:`tree_cross_validate`.
-    method : {"auto", "treecv", "standard"}, default="auto"
-        Backend choice, see :func:`tree_cross_validate`.
+    method : {"auto", "treecv", "standard", "alpha_seeding"} or Backend, \
+            default="auto"
+        Backend choice, see :func:`tree_cross_validate`: the same resolver
+        and fallback for every candidate.
     n_jobs : int, default=None
         Candidates evaluated in parallel through joblib.
     random_state : int, RandomState instance or None, default=None
@@ -193,10 +196,12 @@ class TreeCVSearchCV(BaseSearchCV):
         self : object
             The fitted search.
         """
-        if not isinstance(self.method, str) or self.method not in METHODS:
+        if not isinstance(self.method, Backend) and (
+            not isinstance(self.method, str) or self.method not in METHODS
+        ):
             raise ValueError(
                 "The 'method' parameter of TreeCVSearchCV must be a str among "
-                f"{set(METHODS)}. Got {self.method!r} instead."
+                f"{set(METHODS)} or a Backend. Got {self.method!r} instead."
             )
         if not (
             self.error_score == "raise" or isinstance(self.error_score, numbers.Real)
@@ -366,7 +371,9 @@ def _results_table(candidates, outcomes, n_splits, error_score) -> dict:
         results[f"param_{key}"] = column
     results["params"] = candidates
     for name in names:
-        error_row = np.full(n_splits, float(error_score))
+        error_row = np.full(
+            n_splits, np.nan if error_score == "raise" else float(error_score)
+        )
         scores = np.array(
             [error_row if o is None else o[f"test_{name}"] for o in outcomes]
         )
@@ -380,4 +387,22 @@ def _results_table(candidates, outcomes, n_splits, error_score) -> dict:
     results["n_samples_fed"] = np.array(
         [0 if o is None else o["n_samples_fed"] for o in outcomes]
     )
+    results.update(_extras_columns(outcomes))
     return results
+
+
+def _extras_columns(outcomes) -> dict[str, np.ndarray]:
+    """One column per engine extra, each candidate's run summed up."""
+    summaries = [
+        None
+        if outcome is None
+        else summarize_extras(backend_class(outcome["backend"]).extras, outcome)
+        for outcome in outcomes
+    ]
+    names = {name: None for s in summaries if s is not None for name in s}
+    columns = {}
+    for name in names:
+        values = [np.nan if s is None else s.get(name, np.nan) for s in summaries]
+        values = [np.nan if v is None else v for v in values]
+        columns[name] = np.asarray(values)
+    return columns

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 from collections.abc import Callable
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -16,18 +16,21 @@ from sklearn.base import (
 )
 from sklearn.metrics import check_scoring
 from sklearn.utils import check_array
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_consistent_length
 
 from sklearn_ext.model_selection._backends import (
+    Backend,
     CVTask,
     LeafResult,
     LeafTable,
     accepts_classes,
 )
 from sklearn_ext.model_selection._choice import METHODS, choose_backend
-from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed, check_order
+from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
+from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = [
     "tree_cross_validate",
@@ -46,6 +49,24 @@ def stratifies(estimator) -> bool:
     return is_classifier(estimator) or is_outlier_detector(estimator)
 
 
+@validate_params(
+    {
+        "estimator": [HasMethods("fit")],
+        "X": ["array-like", "sparse matrix"],
+        "y": ["array-like", None],
+        "groups": ["array-like", None],
+        "cv": ["cv_object", FoldPlan],
+        "scoring": [str, callable, list, tuple, set, dict, None],
+        "method": [StrOptions(set(METHODS)), Backend],
+        "order": [StrOptions({"fixed", "randomized"}), None],
+        "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
+        "return_estimator": ["boolean"],
+        "classes": ["array-like", None],
+        "fit_params": [dict, None],
+        "leaf_callback": [callable, None],
+    },
+)
 def tree_cross_validate(
     estimator,
     X,
@@ -99,17 +120,22 @@ def tree_cross_validate(
         estimator's ``score`` for classifiers and regressors, minus the mean
         squared distance to the nearest centre for clusterers and the mean
         ``score_samples`` (mean log-likelihood) for density estimators.
-    method : {"auto", "treecv", "standard", "alpha_seeding"}, default="auto"
-        ``"auto"`` and ``"treecv"`` run the TreeCV recursion (a ``TypeError`` is
-        raised for an estimator without ``partial_fit``). ``"standard"`` trains
-        ``k`` independent models fed the same rows in the same order, the
-        reference to compare against. ``"alpha_seeding"``, which ``"auto"``
-        picks for :class:`~sklearn_ext.svm.AlphaSeededSVC` and
-        :class:`sklearn.svm.SVC`, solves the kernel SVM folds in order on one
-        shared kernel store, each fold's SMO seeded from the previous fold's
-        solution (SIR, Wen et al., 2017); every fold reaches LIBSVM's
-        optimum to ``tol``. The fold models are ``AlphaSeededSVC`` instances
-        and ``n_samples_fed`` counts the training rows of each fold.
+    method : {"auto", "treecv", "standard", "alpha_seeding"} or Backend, \
+            default="auto"
+        Chosen by :func:`~sklearn_ext.model_selection.choose_backend`, as in
+        every other door. ``"treecv"`` runs the TreeCV recursion (a
+        ``TypeError`` for an estimator without ``partial_fit``). ``"standard"``
+        trains ``k`` independent models (a ``partial_fit`` learner fed the same
+        rows in the same order as the tree feeds them), the reference to
+        compare against. ``"alpha_seeding"``, which ``"auto"`` picks for
+        :class:`~sklearn_ext.svm.AlphaSeededSVC` and :class:`sklearn.svm.SVC`,
+        solves the kernel SVM folds in order on one shared kernel store, each
+        fold's SMO seeded from the previous fold's solution (SIR, Wen et al.,
+        2017); every fold reaches LIBSVM's optimum to ``tol``. ``"auto"`` takes
+        the fastest of these that applies and falls back to ``"standard"``,
+        with a :class:`~sklearn_ext.model_selection.TreeCVFallbackWarning`, for
+        an estimator no other backend can run. A configured backend, e.g.
+        ``AlphaSeedingBackend(seeding="mir")``, passes engine options.
     order : {"fixed", "randomized"}, default=None
         ``"fixed"`` feeds each update's chunks in ascending chunk order;
         ``"randomized"`` feeds each update's rows in a random order (section 5
@@ -131,8 +157,9 @@ def tree_cross_validate(
         Parameters passed to ``partial_fit`` (or ``fit``); arrays of length
         ``n_samples`` such as ``sample_weight`` are restricted to the rows fed.
     leaf_callback : callable, default=None
-        Called with a :class:`LeafResult` as soon as each fold is scored. It may
-        raise an exception to stop the run, which then propagates.
+        Called with a :class:`LeafResult` as soon as each fold is scored (its
+        ``split`` is the split index, as in the result arrays). It may raise an
+        exception to stop the run, which then propagates.
 
     Returns
     -------
@@ -140,8 +167,13 @@ def tree_cross_validate(
         ``test_score`` (or ``test_<name>`` per metric), ``fit_time`` and
         ``score_time`` arrays of shape (n_splits,), ``estimator`` if asked,
         ``n_samples_fed`` (total rows passed to the learner) and ``backend``
-        (the backend that ran). For the tree, ``fit_time[i]`` is the training
-        time spent since the previous leaf, so the array sums to the total.
+        (the backend that ran), plus one array (or list) per engine extra of
+        the backend (:attr:`Backend.extras`; e.g. ``n_iter``, ``seed_time``,
+        ``objective`` and, with a warm-start store, ``warm_start_seed``,
+        ``warm_start_hits`` and ``warm_start_skips`` for ``alpha_seeding``).
+        Every array is in split order. For the tree, ``fit_time[i]`` is the
+        training time spent since the previous leaf, so the array sums to the
+        total.
 
     See Also
     --------
@@ -160,20 +192,8 @@ def tree_cross_validate(
     >>> result["backend"], result["n_samples_fed"] < 5 * len(X)
     ('python_tree', True)
     """
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(
-            "The 'method' parameter of tree_cross_validate must be a str among "
-            f"{set(METHODS)}. Got {method!r} instead."
-        )
-    if order is not None:
-        check_order(order, "tree_cross_validate")
     backend = choose_backend(estimator, method)
     X, y = _validate_data(X, y)
-    if fit_params is not None and not isinstance(fit_params, dict):
-        raise TypeError(
-            f"The 'fit_params' parameter of tree_cross_validate must be a dict or "
-            f"None. Got {fit_params!r} instead."
-        )
     plan = make_fold_plan(
         cv,
         X,
@@ -194,23 +214,9 @@ def tree_cross_validate(
         classes=_classes(estimator, y, classes),
         n_jobs=n_jobs,
         return_estimator=return_estimator,
-        on_leaf=None if leaf_callback is None else _by_split(plan, leaf_callback),
+        on_leaf=leaf_callback,
     )
-    leaves = backend.run(task)
-    if not isinstance(leaves, LeafTable):
-        leaves = LeafTable.from_leaves(leaves)
-    return _aggregate(leaves, plan, backend.name)
-
-
-def _as_split(plan: FoldPlan, leaf: LeafResult) -> LeafResult:
-    return dataclasses.replace(leaf, fold=int(plan.split_index[leaf.fold]))
-
-
-def _by_split(plan: FoldPlan, callback):
-    def on_leaf(leaf: LeafResult) -> None:
-        callback(_as_split(plan, leaf))
-
-    return on_leaf
+    return _aggregate(backend.run(task), backend.name)
 
 
 def make_fold_plan(
@@ -379,20 +385,29 @@ def _classes(estimator, y, classes):
     return None if y is None else np.unique(y)
 
 
-def _aggregate(table: LeafTable, plan: FoldPlan, backend: str) -> dict[str, Any]:
-    """The result dict, folds in the plan's split order (backends number leaves)."""
-    order = np.argsort(plan.split_index[table.fold], kind="stable")
+def _aggregate(table: LeafTable, backend: str) -> dict[str, Any]:
+    """The result dict, one entry per split in split order, then the extras."""
+    table = table.by_split()
     result: dict[str, Any] = {
-        "fit_time": np.asarray(table.fit_time)[order],
-        "score_time": np.asarray(table.score_time)[order],
+        "fit_time": np.asarray(table.fit_time),
+        "score_time": np.asarray(table.score_time),
     }
     if list(table.scores) == ["score"]:
-        result["test_score"] = np.asarray(table.scores["score"])[order]
+        result["test_score"] = np.asarray(table.scores["score"])
     else:
         for name, values in table.scores.items():
-            result[f"test_{name}"] = np.asarray(values)[order]
+            result[f"test_{name}"] = np.asarray(values)
     if table.estimator is not None:
-        result["estimator"] = [table.estimator[i] for i in order]
+        result["estimator"] = list(table.estimator)
     result["n_samples_fed"] = int(np.sum(table.n_samples_fed))
     result["backend"] = backend
+    for name, values in table.extras.items():
+        result[name] = _column(values)
     return result
+
+
+def _column(values: list):
+    """An array of per-split values, or the list when they are not scalars."""
+    if all(np.ndim(value) == 0 for value in values):
+        return np.asarray(values)
+    return list(values)

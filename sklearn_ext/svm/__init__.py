@@ -1,5 +1,6 @@
 """Kernel SVMs solved by SMO on a shared kernel store, with alpha-seeded CV."""
 
+from sklearn_ext.svm._backend import AlphaSeedingBackend
 from sklearn_ext.svm._classes import AlphaSeededSVC
 from sklearn_ext.svm._cv import alpha_seeded_cv
 from sklearn_ext.svm._kernel_store import KernelStore
@@ -10,6 +11,7 @@ from sklearn_ext.svm._warm_start import KeyedKernel, WarmStartSession, WarmStart
 __all__ = [
     "SEEDINGS",
     "AlphaSeededSVC",
+    "AlphaSeedingBackend",
     "KeyedKernel",
     "KernelStore",
     "WarmStartSession",

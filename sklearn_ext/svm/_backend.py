@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
+import numpy as np
 from sklearn.svm import SVC
 
-from sklearn_ext.model_selection._backends import Backend, CVTask, LeafResult
+from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 from sklearn_ext.svm._classes import AlphaSeededSVC
-from sklearn_ext.svm._cv import is_native_scoring, run_folds
+from sklearn_ext.svm._cv import as_alpha_seeded, is_native_scoring, run_folds
+from sklearn_ext.svm._seeding import SEEDINGS
 
 __all__ = ["AlphaSeedingBackend"]
 
@@ -19,17 +22,69 @@ class AlphaSeedingBackend(Backend):
     Runs :class:`~sklearn_ext.svm.AlphaSeededSVC` and scikit-learn's
     :class:`~sklearn.svm.SVC` (whose parameters an ``AlphaSeededSVC`` takes
     over; the fold models are ``AlphaSeededSVC`` instances). All folds share one
-    kernel store; ``seeding`` picks the strategy (default ``"sir"``). Folds are
-    solved one after the other since each seeds the next, so ``n_jobs`` is not
-    used. ``LeafResult.n_samples_fed`` is the fold's number of training rows;
-    the SMO iteration counts are returned by
-    :func:`~sklearn_ext.svm.alpha_seeded_cv`.
+    kernel store. Folds are solved one after the other since each seeds the
+    next, so ``n_jobs`` is not used. ``LeafResult.n_samples_fed`` is the fold's
+    number of training rows and ``fit_time`` its seeding plus solving time.
+
+    Parameters
+    ----------
+    seeding : {"sir", "mir", "ato", "keep", "none"}, default="sir"
+        How fold ``h + 1`` starts from fold ``h``, see
+        :func:`~sklearn_ext.svm.alpha_seeded_cv`.
+    random_state : int, default=0
+        Seed of SIR's random replacements.
+    warm_start_store : WarmStartStore or WarmStartSession, default=None
+        A store of solutions shared across runs (cross-C warm starts); replaces
+        the estimator's own ``warm_start_store`` when given.
+
+    Notes
+    -----
+    Extras of each leaf: ``n_iter`` (SMO iterations over the fold's one-vs-one
+    problems), ``seed_time``, ``objective`` (the per-pair dual objectives)
+    and, when a warm-start store is in use, ``warm_start_seed`` (the stored
+    ``C`` the fold started from, NaN for none), ``warm_start_hits`` (problems
+    seeded from the store) and ``warm_start_skips`` (problems solved by the
+    exact skip).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> from sklearn_ext import AlphaSeededSVC, tree_cross_validate
+    >>> from sklearn_ext.svm import AlphaSeedingBackend
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> result = tree_cross_validate(
+    ...     AlphaSeededSVC(), scale(X), y, cv=5,
+    ...     method=AlphaSeedingBackend(seeding="mir"),
+    ... )
+    >>> result["backend"], result["n_iter"].shape
+    ('alpha_seeding', (5,))
     """
 
     name = "alpha_seeding"
+    extras: ClassVar[dict[str, str | None]] = {
+        "n_iter": "sum",
+        "seed_time": "sum",
+        "objective": None,
+        "warm_start_seed": "mode",
+        "warm_start_hits": "sum",
+        "warm_start_skips": "sum",
+    }
 
-    def __init__(self, seeding: str = "sir") -> None:
+    def __init__(
+        self, seeding: str = "sir", random_state: int = 0, warm_start_store=None
+    ) -> None:
+        if not isinstance(seeding, str) or seeding not in SEEDINGS:
+            raise ValueError(
+                "The 'seeding' parameter of AlphaSeedingBackend must be a str "
+                f"among {set(SEEDINGS)}. Got {seeding!r} instead."
+            )
         self.seeding = seeding
+        self.random_state = random_state
+        self.warm_start_store = warm_start_store
+
+    def __repr__(self) -> str:
+        return f"AlphaSeedingBackend(seeding={self.seeding!r})"
 
     @classmethod
     def accepts(cls, estimator) -> bool:
@@ -42,18 +97,35 @@ class AlphaSeedingBackend(Backend):
             and estimator.break_ties is not True
         )
 
-    def run(self, task: CVTask) -> list[LeafResult]:
+    def with_store(self, store, estimator) -> AlphaSeedingBackend:
+        if not all(callable(getattr(store, m, None)) for m in ("lookup", "put")):
+            raise TypeError(
+                "The alpha_seeding backend keeps a WarmStartStore (or a "
+                f"WarmStartSession) between runs; got store={store!r}."
+            )
+        return AlphaSeedingBackend(self.seeding, self.random_state, store)
+
+    def run(self, task: CVTask) -> LeafTable:
         if task.fit_params:
             raise ValueError(
                 "The alpha_seeding backend takes no fit parameters; got "
                 f"{sorted(task.fit_params)}. Use method='standard'."
             )
-        results = []
+        model = as_alpha_seeded(task.estimator)
+        if self.warm_start_store is not None:
+            model.set_params(warm_start_store=self.warm_start_store)
+        with_store = model.warm_start_store is not None
         # Accuracy is computed from the shared kernel store (the test rows'
         # kernel values are already there); other metrics go through the scorer.
         native = is_native_scoring(task.scoring)
+        leaves = []
         for solution in run_folds(
-            task.estimator, task.X, task.y, task.plan, seeding=self.seeding
+            model,
+            task.X,
+            task.y,
+            task.plan,
+            seeding=self.seeding,
+            random_state=self.random_state,
         ):
             if native:
                 tic = time.perf_counter()
@@ -62,15 +134,29 @@ class AlphaSeedingBackend(Backend):
                 score_time = time.perf_counter() - tic
             else:
                 scores, score_time = task.score(solution.model, solution.fold)
-            leaf = LeafResult(
-                fold=solution.fold,
-                scores=scores,
-                n_samples_fed=solution.n_train,
-                fit_time=solution.seed_time + solution.fit_time,
-                score_time=score_time,
-                estimator=solution.model if task.return_estimator else None,
+            extras = {
+                "n_iter": solution.n_iter,
+                "seed_time": solution.seed_time,
+                "objective": solution.objective,
+            }
+            if with_store:
+                seeded = ~np.isnan(solution.model.warm_start_C_)
+                extras.update(
+                    warm_start_seed=np.nan
+                    if solution.warm_start_C is None
+                    else solution.warm_start_C,
+                    warm_start_hits=int(seeded.sum()),
+                    warm_start_skips=solution.warm_start_skips,
+                )
+            leaf = task.leaf_result(
+                solution.fold,
+                scores,
+                solution.n_train,
+                solution.seed_time + solution.fit_time,
+                score_time,
+                solution.model,
+                extras,
             )
-            results.append(leaf)
-            if task.on_leaf is not None:
-                task.on_leaf(leaf)
-        return results
+            leaves.append(leaf)
+            task.emit(leaf)
+        return LeafTable.from_leaves(leaves)

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils._param_validation import StrOptions
 
 from sklearn_ext._fast._smo import update_gradient
+from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._validation import tree_cross_validate
 from sklearn_ext.svm._classes import AlphaSeededSVC, _pairs, _StoreKeys
 from sklearn_ext.svm._kernel_store import KernelStore
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
 from sklearn_ext.svm._solver import PairProblem, pair_rows
+from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = [
     "alpha_seeded_cv",
@@ -212,6 +216,18 @@ def is_native_scoring(scoring) -> bool:
     return scoring is None or (isinstance(scoring, str) and scoring == "accuracy")
 
 
+@validate_params(
+    {
+        "estimator": [AlphaSeededSVC, SVC],
+        "X": ["array-like", "sparse matrix"],
+        "y": ["array-like"],
+        "cv": ["cv_object", FoldPlan],
+        "seeding": [StrOptions(set(SEEDINGS))],
+        "scoring": [str, callable, list, tuple, set, dict, None],
+        "return_estimator": ["boolean"],
+        "random_state": [Integral],
+    },
+)
 def alpha_seeded_cv(
     estimator,
     X,
@@ -224,6 +240,10 @@ def alpha_seeded_cv(
     random_state: int = 0,
 ) -> dict[str, Any]:
     """k-fold CV of a kernel SVM, each fold's SMO seeded from the previous fold.
+
+    The same as :func:`~sklearn_ext.tree_cross_validate` with
+    ``method=AlphaSeedingBackend(seeding, random_state)``: the same folds,
+    fold numbering, scoring and result keys.
 
     All folds share one kernel store (the full kernel matrix when it fits in
     ``cache_size`` megabytes), so each kernel value is computed once for the
@@ -254,9 +274,9 @@ def alpha_seeded_cv(
         adjust-towards-optimum path for a few steps; ``"keep"`` keeps the shared
         alphas and starts the added ones at 0; ``"none"`` starts from 0 (only
         the kernel store is shared).
-    scoring : str or callable, default=None
-        A scikit-learn scorer name or callable ``(model, X, y)``; ``None`` is
-        accuracy.
+    scoring : str, callable, list, tuple, set or dict, default=None
+        As in :func:`~sklearn_ext.tree_cross_validate`; ``None`` is accuracy
+        (computed from the kernel store).
     return_estimator : bool, default=False
         Whether to return each fold's fitted :class:`AlphaSeededSVC`.
     random_state : int, default=0
@@ -266,13 +286,16 @@ def alpha_seeded_cv(
     Returns
     -------
     result : dict
-        ``test_score``, ``n_iter`` (total SMO iterations of each fold, all
-        one-vs-one problems), ``objective`` (list of per-pair dual objectives),
-        ``seed_time``, ``fit_time``, ``score_time`` (arrays of shape
-        ``(n_splits,)``) and ``estimator`` if asked. With the estimator's
-        ``warm_start_store``: ``warm_start_seed`` (the stored ``C`` each fold
-        started from, NaN for none) and ``warm_start_skips`` (the fold's
-        one-vs-one problems solved by the exact skip).
+        The keys of :func:`~sklearn_ext.tree_cross_validate` (``test_score``
+        or ``test_<name>`` per metric, ``fit_time`` (seeding plus solving),
+        ``score_time``, ``n_samples_fed``, ``backend``, ``estimator`` if
+        asked), every array in split order, plus the backend's extras:
+        ``n_iter`` (total SMO iterations of each fold, all one-vs-one
+        problems), ``seed_time``, ``objective`` (list of per-pair dual
+        objectives) and, with the estimator's ``warm_start_store``,
+        ``warm_start_seed`` (the stored ``C`` each fold started from, NaN for
+        none), ``warm_start_hits`` (problems seeded from the store) and
+        ``warm_start_skips`` (problems solved by the exact skip).
 
     Examples
     --------
@@ -288,57 +311,15 @@ def alpha_seeded_cv(
     >>> bool(abs(warm["test_score"].mean() - cold["test_score"].mean()) < 0.01)
     True
     """
-    from sklearn_ext.model_selection._plan import FoldPlan
-    from sklearn_ext.model_selection._validation import make_fold_plan, make_scorer_dict
+    from sklearn_ext.svm._backend import AlphaSeedingBackend  # imports this module
 
-    X = check_array(X, accept_sparse="csr", dtype=None, ensure_all_finite=True)
-    y = check_array(y, ensure_2d=False, dtype=None)
-    check_consistent_length(X, y)
-    plan = (
-        cv
-        if isinstance(cv, FoldPlan)
-        else make_fold_plan(cv, X, y, classifier=True, order="fixed")
+    backend = AlphaSeedingBackend(seeding=seeding, random_state=random_state)
+    return tree_cross_validate(
+        as_alpha_seeded(estimator),
+        X,
+        y,
+        cv=cv,
+        scoring=scoring,
+        method=backend,
+        return_estimator=return_estimator,
     )
-    model = as_alpha_seeded(estimator)
-    scorer = make_scorer_dict(model, scoring)
-    out: dict[str, list] = {
-        "test_score": [],
-        "n_iter": [],
-        "objective": [],
-        "seed_time": [],
-        "fit_time": [],
-        "score_time": [],
-        "estimator": [],
-        "warm_start_seed": [],
-        "warm_start_skips": [],
-    }
-    native = is_native_scoring(scoring)
-    for solution in run_folds(
-        model, X, y, plan, seeding=seeding, random_state=random_state
-    ):
-        test = plan.test_indices(solution.fold)
-        tic = time.perf_counter()
-        if native:
-            score = solution.accuracy(test, y[test])
-        else:
-            score = next(iter(scorer(solution.model, X[test], y[test]).values()))
-        out["score_time"].append(time.perf_counter() - tic)
-        out["test_score"].append(float(score))
-        out["n_iter"].append(solution.n_iter)
-        out["objective"].append(solution.objective)
-        out["seed_time"].append(solution.seed_time)
-        out["fit_time"].append(solution.fit_time)
-        out["estimator"].append(solution.model)
-        seed = solution.warm_start_C
-        out["warm_start_seed"].append(np.nan if seed is None else seed)
-        out["warm_start_skips"].append(solution.warm_start_skips)
-    result: dict[str, Any] = {
-        key: np.asarray(value)
-        for key, value in out.items()
-        if key not in ("objective", "estimator")
-        and (model.warm_start_store is not None or not key.startswith("warm_start"))
-    }
-    result["objective"] = out["objective"]
-    if return_estimator:
-        result["estimator"] = out["estimator"]
-    return result

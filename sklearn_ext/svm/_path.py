@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import math
-import time
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.svm import SVC
+from sklearn.utils._param_validation import StrOptions
 
-from sklearn_ext.svm._cv import as_alpha_seeded, is_native_scoring, run_folds
+from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._search import TreeCVSearchCV
+from sklearn_ext.svm._backend import AlphaSeedingBackend
+from sklearn_ext.svm._classes import AlphaSeededSVC
+from sklearn_ext.svm._cv import as_alpha_seeded
+from sklearn_ext.svm._seeding import SEEDINGS
 from sklearn_ext.svm._warm_start import WarmStartStore
+from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = ["svm_c_path_cv"]
 
@@ -42,6 +47,20 @@ def _check_positive(values, name: str) -> list:
     return out
 
 
+@validate_params(
+    {
+        "estimator": [AlphaSeededSVC, SVC],
+        "X": ["array-like", "sparse matrix"],
+        "y": ["array-like"],
+        "Cs": ["array-like"],
+        "gammas": ["array-like", None],
+        "cv": ["cv_object", FoldPlan],
+        "seeding": [StrOptions(set(SEEDINGS))],
+        "scoring": [str, callable, list, tuple, dict, None],
+        "warm_start_store": [WarmStartStore, None],
+        "random_state": [Integral],
+    },
+)
 def svm_c_path_cv(
     estimator,
     X,
@@ -57,7 +76,11 @@ def svm_c_path_cv(
 ) -> dict[str, Any]:
     """k-fold CV scores of a kernel SVM for every ``C`` (and ``gamma``).
 
-    Like the ``Cs`` of :class:`~sklearn.linear_model.LogisticRegressionCV`:
+    A :class:`~sklearn_ext.TreeCVSearchCV` over ``C`` (and ``gamma``) with
+    ``refit=False`` and the alpha-seeding backend, sharing one
+    :class:`~sklearn_ext.svm.WarmStartStore`: the same folds, fold numbering,
+    scoring and table as that search. Like the ``Cs`` of
+    :class:`~sklearn.linear_model.LogisticRegressionCV`:
     for each ``gamma`` the values of ``C`` run in increasing order on one
     kernel store, every fold starting from its own solution at the previous
     ``C`` (or from the previous fold, whichever seed has the lower dual
@@ -81,8 +104,8 @@ def svm_c_path_cv(
         As in :func:`~sklearn_ext.svm.alpha_seeded_cv`.
     seeding : {"sir", "mir", "ato", "keep", "none"}, default="sir"
         Fold-to-fold seeding of the folds without a stored solution.
-    scoring : str or callable, default=None
-        A scikit-learn scorer; ``None`` is accuracy.
+    scoring : str, callable, list, tuple or dict, default=None
+        As in :class:`~sklearn_ext.TreeCVSearchCV`; ``None`` is accuracy.
     warm_start_store : WarmStartStore, default=None
         The store to read and fill; by default the estimator's, else a new one.
         Pass one to continue a path later (e.g. with more ``C`` values).
@@ -98,10 +121,11 @@ def svm_c_path_cv(
         ``std_test_score``, ``rank_test_score``, ``mean_fit_time``,
         ``std_fit_time``, ``mean_score_time``, ``std_score_time`` (the table
         of :class:`~sklearn_ext.TreeCVSearchCV`, with ``n_samples_fed`` the
-        training rows of all folds); plus ``n_iter`` (SMO iterations over all
-        folds), ``warm_start_hits`` (folds
-        started from a stored solution) and ``warm_start_skips`` (one-vs-one
-        problems solved by the exact skip).
+        training rows of all folds); plus the backend's extras summed over
+        the folds: ``n_iter`` (SMO iterations), ``seed_time``,
+        ``warm_start_hits`` (one-vs-one problems started from a stored
+        solution), ``warm_start_skips`` (problems solved by the exact skip) and
+        ``warm_start_seed`` (the stored ``C`` most folds started from).
 
     Examples
     --------
@@ -116,72 +140,26 @@ def svm_c_path_cv(
     >>> res["rank_test_score"].tolist()
     [4, 2, 1, 3]
     """
-    from sklearn_ext.model_selection._plan import FoldPlan
-    from sklearn_ext.model_selection._search import _results_table
-    from sklearn_ext.model_selection._validation import make_fold_plan, make_scorer_dict
-
     Cs = _check_positive(Cs, "Cs")
     gamma_values = None if gammas is None else _check_positive(gammas, "gammas")
     model = as_alpha_seeded(estimator)
     if warm_start_store is None:
-        warm_start_store = getattr(model, "warm_start_store", None)
+        warm_start_store = model.warm_start_store
     if warm_start_store is None:
         warm_start_store = WarmStartStore()
-    X = check_array(X, accept_sparse="csr", dtype=None, ensure_all_finite=True)
-    y = check_array(y, ensure_2d=False, dtype=None)
-    check_consistent_length(X, y)
-    plan = (
-        cv
-        if isinstance(cv, FoldPlan)
-        else make_fold_plan(cv, X, y, classifier=True, order="fixed")
+    # gamma outer, C inner: the table's rows in the documented order.
+    grid = (
+        {"C": Cs}
+        if gamma_values is None
+        else [{"gamma": [g], "C": Cs} for g in gamma_values]
     )
-    scorer = make_scorer_dict(model, scoring)
-    native = is_native_scoring(scoring)
-    candidates = [
-        {"C": C} if gamma_values is None else {"C": C, "gamma": g}
-        for g in (gamma_values or [None])
-        for C in Cs
-    ]
-    n = len(candidates)
-    k = plan.n_splits
-    outcomes = [
-        {
-            "test_score": np.empty(k),
-            "fit_time": np.empty(k),
-            "score_time": np.empty(k),
-            "n_samples_fed": 0,
-        }
-        for _ in candidates
-    ]
-    n_iter = np.zeros(n, dtype=np.int64)
-    hits = np.zeros(n, dtype=np.int64)
-    skips = np.zeros(n, dtype=np.int64)
-    # Within a gamma, from the smallest C up: the skip needs a smaller C done.
-    order = sorted(range(n), key=lambda i: (i // len(Cs), candidates[i]["C"], i))
-    for i in order:
-        fold_model = clone(model).set_params(
-            warm_start_store=warm_start_store, **candidates[i]
-        )
-        outcome = outcomes[i]
-        for solution in run_folds(
-            fold_model, X, y, plan, seeding=seeding, random_state=random_state
-        ):
-            f = solution.fold
-            test = plan.test_indices(f)
-            tic = time.perf_counter()
-            if native:
-                score = solution.accuracy(test, y[test])
-            else:
-                score = next(iter(scorer(solution.model, X[test], y[test]).values()))
-            outcome["score_time"][f] = time.perf_counter() - tic
-            outcome["test_score"][f] = score
-            outcome["fit_time"][f] = solution.seed_time + solution.fit_time
-            outcome["n_samples_fed"] += solution.n_train
-            n_iter[i] += solution.n_iter
-            hits[i] += solution.warm_start_C is not None
-            skips[i] += solution.warm_start_skips
-    results = _results_table(candidates, outcomes, k, error_score=np.nan)
-    results["n_iter"] = n_iter
-    results["warm_start_hits"] = hits
-    results["warm_start_skips"] = skips
-    return results
+    search = TreeCVSearchCV(
+        model.set_params(warm_start_store=warm_start_store),
+        grid,
+        scoring=scoring,
+        refit=False,
+        cv=cv,
+        method=AlphaSeedingBackend(seeding=seeding, random_state=random_state),
+        error_score="raise",
+    )
+    return search.fit(X, y).cv_results_
