@@ -11,6 +11,8 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from sklearn_ext.datasets import load_forestcover_anomaly
+
 DATA_ENV = "OPTUNA_TREECV_DATA"
 
 
@@ -52,11 +54,12 @@ def forestcover_anomaly(
 ):
     """The ForestCover anomaly benchmark: class 2 normal, class 4 anomalous.
 
-    The derivation of the Görnitz examples (``examples/_forestcover.py``): the
-    rows of Covertype classes 2 (283,301, label +1) and 4 (2,747, label -1),
-    the 10 quantitative features standardised, rows permuted once. ``n`` draws
-    a stratified sample of ``n`` rows (all rows when None); ``label_fraction``
-    of the rows, drawn at random, have their label revealed to training.
+    :func:`sklearn_ext.datasets.load_forestcover_anomaly` on the shared
+    ``covtype.npz``: the rows of Covertype classes 2 (283,301, label +1) and 4
+    (2,747, label -1), the 10 quantitative features standardised, rows permuted
+    once. ``n`` draws a stratified sample of ``n`` rows (all rows when None);
+    ``label_fraction`` of the rows, drawn at random, have their label revealed
+    to training.
 
     Returns
     -------
@@ -66,23 +69,13 @@ def forestcover_anomaly(
     labeled : ndarray of bool of shape (n,)
         Which labels training may see.
     """
-    data = _examples_forestcover().forestcover_anomaly(
+    data = load_forestcover_anomaly(
         require("covtype.npz"),
         n,
         label_fraction=label_fraction,
         random_state=random_state,
     )
     return data.X, data.y, data.labeled
-
-
-def _examples_forestcover():
-    """``examples/_forestcover.py``, the one place the benchmark is derived."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-    try:
-        import _forestcover
-    finally:
-        sys.path.pop(0)
-    return _forestcover
 
 
 def svm_dataset(name: str, n_rows: int | None = None):

@@ -5,33 +5,37 @@ The semi-supervised anomaly detector of Görnitz, Kloft, Rieck and Brefeld (JAIR
 and ``eta_l`` (labelled rows), the margin weight ``kappa`` and the RBF kernel
 width ``gamma``. Ten values each make the 10^4-point grid of the TreeCV paper.
 This module holds the grid, the command-line options every script shares, the
-storage, a grid sampler that resumes after an interruption, a progress printer,
-the estimate of what standard 10-fold CV would cost, and the printouts.
+data lookup (``--data``, ``$OPTUNA_TREECV_DATA``, the project's shared copy, else
+the synthetic stand-in), a progress printer, the estimate of what standard 10-fold
+CV would cost, and the printouts. The scripts import it as a sibling module; the
+reusable pieces are public names of the packages: the data loaders of
+:mod:`sklearn_ext.datasets` and :class:`optuna_treecv.ResumableGridSampler`.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
-from optuna.samplers import GridSampler
 from optuna.trial import TrialState
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _forestcover import AnomalyData, load_anomaly_data  # noqa: E402
-
-from sklearn_ext import SemiSupervisedAnomalyDetector, tree_cross_validate  # noqa: E402
+from optuna_treecv import ResumableGridSampler
+from sklearn_ext import SemiSupervisedAnomalyDetector, tree_cross_validate
+from sklearn_ext.datasets import (
+    AnomalyData,
+    load_forestcover_anomaly,
+    make_anomaly_data,
+)
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -65,12 +69,9 @@ def grid(size: int = 10) -> dict[str, list[float]]:
 
 
 def grid_points(space: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
-    """Every point of the grid, as parameter dicts."""
-    names = sorted(space)
-    return [
-        dict(zip(names, values, strict=True))
-        for values in itertools.product(*map(space.get, names))
-    ]
+    """Every point of the grid, as parameter dicts (the order of
+    :attr:`optuna_treecv.ResumableGridSampler.points`)."""
+    return ResumableGridSampler(space).points
 
 
 def search_space(space: Mapping[str, Sequence[float]]) -> dict[str, FloatDistribution]:
@@ -85,6 +86,52 @@ def make_estimator(seed: int = 0) -> SemiSupervisedAnomalyDetector:
     """The learner every script tunes: 100 random Fourier features, seeded so
     the features of each kernel width are computed once and cached."""
     return SemiSupervisedAnomalyDetector(n_components=100, random_state=seed)
+
+
+# -- data ---------------------------------------------------------------------------
+#: Environment variable naming ``covtype.npz`` (or the folder holding it).
+DATA_ENV = "OPTUNA_TREECV_DATA"
+
+
+def default_data_path() -> Path:
+    """``$OPTUNA_TREECV_DATA`` (a file or a folder holding ``covtype.npz``), else
+    ``../shared/data/covtype.npz`` relative to the repository."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        path = Path(env)
+        return path / "covtype.npz" if path.is_dir() else path
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "covtype.npz"
+
+
+def load_anomaly_data(
+    path: str | os.PathLike | None = None,
+    n: int | None = 20_000,
+    *,
+    synthetic: bool = False,
+    label_fraction: float = 0.05,
+    random_state: int = 0,
+) -> AnomalyData:
+    """ForestCover from ``path`` (default :func:`default_data_path`), or the
+    synthetic stand-in when ``synthetic`` is set or the file is missing (with a
+    notice on stderr saying how to get it)."""
+    if not synthetic:
+        file = Path(path) if path is not None else default_data_path()
+        try:
+            return load_forestcover_anomaly(
+                file, n, label_fraction=label_fraction, random_state=random_state
+            )
+        except FileNotFoundError as exc:
+            if path is not None:  # Asked for explicitly: no silent substitute.
+                raise
+            print(
+                f"Notice: {exc}\nUsing the synthetic stand-in (--synthetic).",
+                file=sys.stderr,
+            )
+    return make_anomaly_data(
+        2_000 if n is None else n,
+        label_fraction=label_fraction,
+        random_state=random_state,
+    )
 
 
 # -- command line ------------------------------------------------------------------
@@ -145,12 +192,6 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seeds data, folds, learner"
-    )
-    parser.add_argument(
-        "--all-attrs",
-        action="store_true",
-        help="store TreeCVObjective's attributes one by one (some 18 storage "
-        "writes per trial) instead of the per-fold details in one 'cv' attribute",
     )
     parser.add_argument(
         "--sample-standard",
@@ -219,161 +260,6 @@ def load_data(args: argparse.Namespace) -> AnomalyData:
         )
         sys.exit(2)
     return data
-
-
-# -- the grid sampler ---------------------------------------------------------------
-class ResumableGridSampler(GridSampler):
-    """Optuna's :class:`~optuna.samplers.GridSampler` with in-process bookkeeping.
-
-    Two changes for a 10^4-point grid in a persistent storage:
-
-    - **Linear cost.** The stock sampler (Optuna 5.0) lists all trials of the
-      study and compares their stored search spaces after every trial, a cost
-      growing with the number of trials (quadratic over the grid). This one
-      reads the study once and then keeps the set of finished grid points in
-      memory, updated in ``after_trial``.
-    - **Resuming.** A grid point is done only when a trial with its parameters
-      is ``COMPLETE``. The stock sampler also counts ``FAIL`` trials as
-      visited, so the point of a trial interrupted by Ctrl-C would never be
-      evaluated. Here such points are evaluated again by the next run.
-
-    Grid points are identified by their parameter values (nothing extra is
-    written to the storage), visited in an order shuffled by ``seed``. One
-    process per study (threads of ``optimize(n_jobs=...)`` included).
-    """
-
-    def __init__(
-        self, search_space: Mapping[str, Sequence[Any]], seed: int = 0
-    ) -> None:
-        super().__init__(search_space, seed=seed)
-        self.points = grid_points(search_space)
-        self._names = sorted(search_space)
-        self._index = {self._key(p): i for i, p in enumerate(self.points)}
-        self._order = np.random.RandomState(seed).permutation(len(self.points))
-        self._next = 0
-        self._done: set[int] | None = None
-        self._running: dict[int, int] = {}  # trial number -> grid point
-        self._lock = threading.Lock()
-
-    def _key(self, params: Mapping[str, Any]) -> tuple:
-        return tuple(float(params[name]) for name in self._names)
-
-    def point_index(self, params: Mapping[str, Any]) -> int | None:
-        """The grid point of ``params``, or None when they are not on the grid."""
-        try:
-            return self._index.get(self._key(params))
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def _sync(self, study: optuna.Study) -> set[int]:
-        """Read the study's complete grid points once (call under the lock)."""
-        if self._done is None:
-            self._done = set()
-            for trial in study.get_trials(
-                deepcopy=False, states=(TrialState.COMPLETE,)
-            ):
-                index = self.point_index(trial.params)
-                if index is not None:
-                    self._done.add(index)
-        return self._done
-
-    def done(self, study: optuna.Study) -> set[int]:
-        """Grid points with a ``COMPLETE`` trial in ``study`` (a copy)."""
-        with self._lock:
-            return set(self._sync(study))
-
-    def n_remaining(self, study: optuna.Study) -> int:
-        """Grid points still to evaluate."""
-        with self._lock:
-            return len(self.points) - len(self._sync(study))
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if "fixed_params" in trial.system_attrs:  # Enqueued: its own point.
-            return
-        with self._lock:
-            done = self._sync(study)
-            running = set(self._running.values())  # Threads of this process.
-            index = None
-            while self._next < len(self._order):
-                candidate = int(self._order[self._next])
-                self._next += 1
-                if candidate not in done and candidate not in running:
-                    index = candidate
-                    break
-            if index is None:  # Every point done or running: retry one not done
-                # (a point whose trial failed earlier in this run), else repeat.
-                left = sorted(set(range(len(self.points))) - done - running)
-                index = left[0] if left else 0
-            self._running[trial.number] = index
-
-    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
-        return {}
-
-    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
-        with self._lock:
-            index = self._running.get(trial.number)
-        if index is None:
-            raise ValueError(
-                f"Trial {trial.number} was not started by this ResumableGridSampler "
-                "(enqueued trials must fix every parameter)."
-            )
-        return self.points[index][param_name]
-
-    def after_trial(self, study, trial, state, values) -> None:
-        with self._lock:
-            self._running.pop(trial.number, None)
-            # By the parameters the trial ran with (an enqueued trial has its own).
-            index = self.point_index(trial.params)
-            if index is not None and state == TrialState.COMPLETE:
-                self._sync(study).add(index)
-            if self._done is not None and len(self._done) == len(self.points):
-                study.stop()
-
-
-# -- fewer storage writes per trial ---------------------------------------------------
-#: Attributes of ``TreeCVObjective`` kept as attributes of their own.
-SUMMARY_ATTRS = ("mean_test_score", "std_test_score", "stderr_test_score")
-
-
-class _CompactTrial:
-    """A trial seen through a proxy that holds back the per-fold attributes."""
-
-    def __init__(self, trial) -> None:
-        self._trial = trial
-        self.held: dict[str, Any] = {}
-
-    def set_user_attr(self, key: str, value: Any) -> None:
-        if key in SUMMARY_ATTRS:
-            self._trial.set_user_attr(key, value)
-        else:
-            self.held[key] = value
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._trial, name)
-
-
-class CompactAttrs:
-    """Wrap an objective so each trial stores its CV details in ONE attribute.
-
-    ``TreeCVObjective`` sets some 18 user attributes per trial (the score of
-    each fold, times, rows fed, backend), and every ``set_user_attr`` is a
-    transaction of its own in an RDB storage (about 1 ms in SQLite). Over
-    10^4 trials that is minutes, more than the CV itself. This wrapper keeps
-    ``mean_test_score``, ``std_test_score`` and ``stderr_test_score`` (what
-    :func:`optuna_treecv.select_trial` reads) as they are and stores the rest
-    as one dict attribute, ``cv`` (``trial.user_attrs["cv"]["split3_test_score"]``).
-    """
-
-    def __init__(self, objective) -> None:
-        self.objective = objective
-
-    def __call__(self, trial):
-        proxy = _CompactTrial(trial)
-        try:
-            return self.objective(proxy)
-        finally:
-            if proxy.held:
-                trial.set_user_attr("cv", proxy.held)
 
 
 # -- progress -----------------------------------------------------------------------

@@ -7,7 +7,7 @@ The SSAD method of Görnitz et al. (JAIR 2013) has four hyperparameters (``eta_u
 cross-validations. This script runs all of them on a 20,000-row sample of the
 ForestCover anomaly benchmark (5 % of the labels revealed), each by 10-fold TreeCV
 inside Optuna: a grid sampler (Optuna's ``GridSampler``, made resumable and linear
-in cost, see ``_gornitz.ResumableGridSampler``) proposes the points and
+in cost, see ``optuna_treecv.ResumableGridSampler``) proposes the points and
 ``TreeCVObjective`` scores each by its mean held-out AUROC.
 
 The study lives in SQLite (``--storage sqlite:///gornitz.db``): interrupt it at any
@@ -24,17 +24,13 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
+import _gornitz as g  # The sibling module examples/_gornitz.py.
 import optuna
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _gornitz as g  # noqa: E402
-
-from optuna_treecv import TreeCVObjective, open_storage  # noqa: E402
+from optuna_treecv import ResumableGridSampler, TreeCVObjective, open_storage
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"study {args.study_name!r} in {args.storage}; {g.load_average()}")
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = g.ResumableGridSampler(space, seed=args.seed)
+    sampler = ResumableGridSampler(space, seed=args.seed)
     study = optuna.create_study(
         study_name=args.study_name,
         storage=open_storage(args.storage),
@@ -117,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if n_trials:
         try:
             study.optimize(
-                objective if args.all_attrs else g.CompactAttrs(objective),
+                objective,
                 n_trials=n_trials,
                 callbacks=[g.ProgressPrinter(n_points, start=done), time_standard],
             )

@@ -26,17 +26,13 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
+import _gornitz as g  # The sibling module examples/_gornitz.py.
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _gornitz as g  # noqa: E402
-
-from sklearn_ext import StratifiedTreeCVSplitter, TreeCVSearchCV  # noqa: E402
+from sklearn_ext import StratifiedTreeCVSplitter, TreeCVSearchCV
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,18 +27,14 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
+import _gornitz as g  # The sibling module examples/_gornitz.py.
 import optuna
 from optuna.trial import TrialState
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _gornitz as g  # noqa: E402
-
-from optuna_treecv import TreeCVObjective, open_storage  # noqa: E402
+from optuna_treecv import TreeCVObjective, open_storage
 
 
 def grid_best(storage, study_name: str) -> tuple[float, float] | None:
@@ -144,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             study.stop()
 
     tic = time.perf_counter()
-    study.optimize(
-        g.CompactAttrs(objective), n_trials=args.n_trials, callbacks=[stop_at_target]
-    )
+    study.optimize(objective, n_trials=args.n_trials, callbacks=[stop_at_target])
     seconds = time.perf_counter() - tic
     trials = study.trials[n_before:]
     states = [t.state for t in trials]

@@ -19,18 +19,14 @@ Usage::
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 
+import _gornitz as g  # The sibling module examples/_gornitz.py.
 import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _gornitz as g  # noqa: E402
-
-from optuna_treecv import open_storage  # noqa: E402
+from optuna_treecv import open_storage
 
 #: The order of the axes of the score array.
 NAMES = ("eta_u", "eta_l", "kappa", "gamma")
@@ -129,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     g.check_args(parser, args)
     if args.synthetic is False and args.data is None:
         # The grid script falls back to the synthetic stand-in without the data.
-        from _forestcover import default_data_path
-
-        if not default_data_path().is_file():
+        if not g.default_data_path().is_file():
             args.study_name += "-synthetic"
     space = g.grid(args.grid_size)
     try:

@@ -1,5 +1,8 @@
 """The Görnitz-style grid examples: scripts end to end on tiny settings, resuming,
-bad options, the data loader and the shared helpers."""
+bad options, the scripts' data lookup and their shared helpers (``_gornitz.py``).
+
+The data sets and the grid sampler they use are public names, tested in
+``test_datasets.py`` and ``test_samplers.py``."""
 
 from __future__ import annotations
 
@@ -12,13 +15,16 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from optuna_treecv import ResumableGridSampler
+from sklearn_ext.datasets import make_anomaly_data
+
+# The scripts and their sibling helper module import as they do when run.
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-import _forestcover as fc  # noqa: E402
 import _gornitz as g  # noqa: E402
 
-COVTYPE = fc.default_data_path()
+COVTYPE = g.default_data_path()
 TINY = ["--quick", "--synthetic", "--n", "300", "--sample-standard", "2"]
 
 
@@ -34,7 +40,7 @@ def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def complete_points(storage: str, study_name: str) -> list[int | None]:
     study = optuna.load_study(study_name=study_name, storage=storage)
-    sampler = g.ResumableGridSampler(g.grid(2))
+    sampler = ResumableGridSampler(g.grid(2))
     return [
         sampler.point_index(t.params)
         for t in study.get_trials(states=(TrialState.COMPLETE,))
@@ -217,7 +223,7 @@ def test_search_cv_script(tmp_path):
 def test_scripts_fall_back_to_the_stand_in(tmp_path, monkeypatch, capsys):
     import gornitz_search_cv
 
-    monkeypatch.setenv(fc.DATA_ENV, str(tmp_path))  # No covtype.npz there.
+    monkeypatch.setenv(g.DATA_ENV, str(tmp_path))  # No covtype.npz there.
     monkeypatch.chdir(tmp_path)
     assert (
         gornitz_search_cv.main(["--quick", "--n", "300", "--sample-standard", "0"]) == 0
@@ -349,41 +355,34 @@ def test_heatmap_maxima():
 
 
 # -- the data -------------------------------------------------------------------------
-def test_synthetic_stand_in():
-    data = fc.synthetic_anomaly(500, random_state=1)
-    assert data.X.shape == (500, 10)
-    assert set(np.unique(data.y)) == {-1, 1}
-    assert int(np.sum(data.y < 0)) == 10  # At least one per fold.
-    assert np.allclose(data.X.mean(axis=0), 0) and np.allclose(data.X.std(axis=0), 1)
-    assert data.labeled.dtype == bool and 0 < data.labeled.sum() < 100
-    again = fc.synthetic_anomaly(500, random_state=1)
-    assert np.array_equal(data.X, again.X) and np.array_equal(
-        data.labeled, again.labeled
-    )
-    with pytest.raises(ValueError, match="n must be an int >= 20"):
-        fc.synthetic_anomaly(5)
-    with pytest.raises(ValueError, match="label_fraction must be in"):
-        fc.synthetic_anomaly(100, label_fraction=1.5)
-
-
 def test_loader_falls_back_with_a_notice(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(fc.DATA_ENV, str(tmp_path))  # A folder without covtype.npz.
-    data = fc.load_anomaly_data(n=300)
+    monkeypatch.setenv(g.DATA_ENV, str(tmp_path))  # A folder without covtype.npz.
+    data = g.load_anomaly_data(n=300)
     assert data.source == "synthetic stand-in" and len(data.y) == 300
     err = capsys.readouterr().err
     assert "covtype.npz not found" in err and "synthetic stand-in" in err
     with pytest.raises(FileNotFoundError, match="fetch_covtype"):
-        fc.load_anomaly_data(tmp_path / "covtype.npz", n=300)
+        g.load_anomaly_data(tmp_path / "covtype.npz", n=300)
+    assert g.load_anomaly_data(n=300, synthetic=True).source == "synthetic stand-in"
+    assert not capsys.readouterr().err  # Asked for: no notice.
+
+
+def test_default_data_path(tmp_path, monkeypatch):
+    monkeypatch.setenv(g.DATA_ENV, str(tmp_path))
+    assert g.default_data_path() == tmp_path / "covtype.npz"
+    monkeypatch.setenv(g.DATA_ENV, str(tmp_path / "x.npz"))
+    assert g.default_data_path() == tmp_path / "x.npz"
+    monkeypatch.delenv(g.DATA_ENV)
+    expected = EXAMPLES.parents[1] / "shared" / "data" / "covtype.npz"
+    assert g.default_data_path() == expected
 
 
 @pytest.mark.skipif(not COVTYPE.is_file(), reason="needs ../shared/data/covtype.npz")
 def test_forestcover_sample():
-    data = fc.load_anomaly_data(n=2_000, random_state=0)
+    data = g.load_anomaly_data(n=2_000, random_state=0)
     assert data.X.shape == (2_000, 10)
     assert int(np.sum(data.y < 0)) == 19  # 0.96 % of 2,000, rounded.
     assert 60 < data.labeled.sum() < 140  # About 5 %.
-    with pytest.raises(ValueError, match="n must be in"):
-        fc.forestcover_anomaly(COVTYPE, 1)
 
 
 # -- the shared helpers ---------------------------------------------------------------
@@ -399,53 +398,10 @@ def test_grid_definition():
     assert all(d.log for d in space.values())
 
 
-def test_resumable_grid_sampler_reruns_failed_points_and_stops():
-    space = g.grid(2)
-    study = optuna.create_study(sampler=g.ResumableGridSampler(space, seed=0))
-    seen = []
-
-    def objective(trial):
-        params = {
-            name: trial.suggest_float(name, 1e-5, 1e4, log=True) for name in space
-        }
-        seen.append(tuple(sorted(params.items())))
-        if len(seen) in (3, 7):
-            raise RuntimeError("interrupted")
-        return 0.0
-
-    enqueued = g.grid_points(space)[5]
-    study.enqueue_trial(enqueued)
-    study.optimize(objective, n_trials=40, catch=(RuntimeError,))
-    assert study.trials[0].params == enqueued
-    states = [t.state for t in study.trials]
-    assert states.count(TrialState.FAIL) == 2
-    assert states.count(TrialState.COMPLETE) == 16  # Stopped by itself, grid done.
-    assert len(study.trials) == 18
-    assert len(set(seen)) == 16
-    # A new sampler on the same study finds nothing left.
-    assert g.ResumableGridSampler(space).n_remaining(study) == 0
-
-
-def test_compact_attrs_stores_one_cv_attribute():
-    def objective(trial):
-        trial.set_user_attr("mean_test_score", 0.5)
-        trial.set_user_attr("split0_test_score", 0.4)
-        trial.set_user_attr("backend", "native_tree")
-        return trial.suggest_float("x", 0, 1) * 0 + 0.5
-
-    study = optuna.create_study()
-    study.optimize(g.CompactAttrs(objective), n_trials=1)
-    attrs = study.trials[0].user_attrs
-    assert attrs == {
-        "mean_test_score": 0.5,
-        "cv": {"split0_test_score": 0.4, "backend": "native_tree"},
-    }
-
-
 def test_time_standard_cv_measures_both_methods():
     from sklearn_ext import StratifiedTreeCVSplitter
 
-    data = fc.synthetic_anomaly(300)
+    data = make_anomaly_data(300)
     plan = StratifiedTreeCVSplitter(10).plan(data.X, data.y)
     points = g.grid_points(g.grid(2))
     timing = g.time_standard_cv(data, points, plan, m=2)
