@@ -470,49 +470,6 @@ def test_native_tree_other_scoring_and_estimators():
     assert multi["test_average_precision"].shape == (5,)
 
 
-def test_native_tree_leaf_callback_streams_and_stops():
-    X, y, labeled = _data()
-    seen = []
-    result = tree_cross_validate(
-        _detector(),
-        X,
-        y,
-        cv=4,
-        fit_params={"labeled": labeled},
-        leaf_callback=seen.append,
-    )
-    assert sorted(leaf.fold for leaf in seen) == [0, 1, 2, 3]
-    assert_allclose(
-        [leaf.scores["score"] for leaf in sorted(seen, key=lambda leaf: leaf.fold)],
-        result["test_score"],
-    )
-    assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]
-
-    class Stop(Exception):
-        pass
-
-    calls = []
-
-    def stop_at_third(leaf):
-        calls.append(leaf.fold)
-        if len(calls) == 3:
-            raise Stop
-
-    for n_jobs in (None, 2):
-        calls.clear()
-        with pytest.raises(Stop):
-            tree_cross_validate(
-                _detector(),
-                X,
-                y,
-                cv=16,
-                n_jobs=n_jobs,
-                fit_params={"labeled": labeled},
-                leaf_callback=stop_at_third,
-            )
-        assert len(calls) == 3
-
-
 def test_native_tree_bad_fit_params_and_missing_labels():
     X, y, labeled = _data()
     with pytest.raises(ValueError, match=r"supports only 'labeled'.*sample_weight"):
@@ -614,7 +571,7 @@ def test_labeled_mask_routed_through_optuna_objective():
             fit_params={"labeled": labeled},
         )
         assert trial.value == pytest.approx(expected["test_score"].mean())
-        assert trial.user_attrs["backend"] == "native_tree"
+        assert trial.user_attrs["cv"]["backend"] == "native_tree"
     with pytest.raises(TypeError, match="'fit_params' parameter of TreeCVObjective"):
         TreeCVObjective(_detector(), {}, X, y, fit_params=[("labeled", labeled)])
 

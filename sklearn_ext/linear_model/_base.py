@@ -54,6 +54,14 @@ def as_kernel_input(X):
     return np.ascontiguousarray(X).reshape(-1), empty, empty
 
 
+def _data_scale(X) -> float:
+    """``max |X|`` without a copy of ``X``."""
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return 0.0
+    return float(max(values.max(), -values.min()))
+
+
 class BaseNativeSGD(BaseEstimator):
     """Base of the learners whose state the native tree can copy, push and pop.
 
@@ -86,7 +94,7 @@ class BaseNativeSGD(BaseEstimator):
 
     # -- training -----------------------------------------------------------------
     def _validate_X_y(self, X, y, reset: bool):
-        return validate_data(
+        X, y = validate_data(
             self,
             X,
             y,
@@ -96,6 +104,16 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             y_numeric=not isinstance(self, ClassifierMixin),
         )
+        scale = _data_scale(X)
+        if scale > np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1)):
+            # The kernel's squared row norms would overflow: no step applies.
+            raise ValueError(
+                f"X holds values up to {scale:.3g} in absolute value, too large "
+                f"for {type(self).__name__}: the squared row norms overflow "
+                f"float64, so no step ({self._step_size()}) can be taken. Scale "
+                "the input data, e.g. with StandardScaler or MinMaxScaler."
+            )
+        return X, y
 
     def _init_state(self, n_features: int) -> None:
         self._state = _sgd.new_state(self._n_models(), n_features, self._average)
@@ -113,6 +131,31 @@ class BaseNativeSGD(BaseEstimator):
             np.ascontiguousarray(y_encoded, dtype=np.float64),
             sample_weight,
             np.ascontiguousarray(rows, dtype=np.intp),
+        )
+        self._check_finite_state(X)
+
+    def _step_size(self) -> str:
+        """The step-size rule in words, for the overflow error."""
+        params = self._kernel_params()
+        if params["schedule"] == "invsqrt":
+            return f"eta_t = eta0 / sqrt(t) with eta0={params['eta0']:g}"
+        return f"eta_t = 1 / (alpha * t) with alpha={params['alpha']:g}"
+
+    def _check_finite_state(self, X=None) -> None:
+        """Raise instead of keeping weights that overflowed (the kernel cannot).
+
+        scikit-learn's SGD raises on overflow too; a model with infinite or NaN
+        weights would predict one class whatever the input.
+        """
+        if np.all(np.isfinite(self._state)):
+            return
+        scale = "unknown" if X is None else f"{_data_scale(X):.3g}"
+        raise ValueError(
+            f"The weights of {type(self).__name__} overflowed to infinity or NaN "
+            f"after {int(self._state[0])} updates: the step size "
+            f"({self._step_size()}) times the data scale (max |X| = {scale}) "
+            "is too large for float64. Scale the input data, e.g. with "
+            "StandardScaler or MinMaxScaler."
         )
 
     def _resolve_cache(self):
@@ -213,6 +256,7 @@ class BaseNativeSGD(BaseEstimator):
     # -- model ----------------------------------------------------------------------
     def _sync_attributes(self) -> None:
         """Expose ``coef_``, ``intercept_`` and ``t_`` from the state."""
+        self._check_finite_state()
         K = self._n_models()
         n_features = self.n_features_in_
         D = n_features + 1
