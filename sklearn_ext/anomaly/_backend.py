@@ -33,9 +33,9 @@ def native_model(detector, task):
     resolves (the refit of a search), so every fold model and the final model
     share one kernel. Resolving it from each fold's own training rows would
     give each fold its own features, so no training could be shared along the
-    tree: measured on 20,000 ForestCover rows, 10 folds, that costs 4-50 times
-    as much per grid point and changed the mean AUROC by 0.0002 (see
-    ``docs/anomaly.md``). The Python tree and standard backends drive
+    tree: measured on 20,000 ForestCover rows, 10 folds, that costs 4 to 58
+    times as much per grid point and changed the mean AUROC by at most 0.0002
+    (``docs/anomaly.md``). The Python tree and standard backends drive
     ``partial_fit``, which resolves ``"scale"`` from the rows of its first
     call; they equal this tree for ``gamma="auto"`` or a number.
 

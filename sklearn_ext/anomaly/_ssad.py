@@ -233,13 +233,15 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
     >>> X = np.r_[rng.normal(size=(200, 2)), rng.uniform(-6, 6, size=(20, 2))]
     >>> y = np.r_[np.ones(200), -np.ones(20)]
     >>> labeled = rng.rand(len(y)) < 0.2  # reveal 20 % of the labels
-    >>> ssad = SemiSupervisedAnomalyDetector(eta_u=10, eta_l=10, gamma=0.5,
-    ...                                      random_state=0)
+    >>> ssad = SemiSupervisedAnomalyDetector(eta_u=10, eta_l=10, random_state=0)
     >>> ssad = ssad.fit(X, y, labeled=labeled)
+    >>> bool(ssad.gamma_ == 1 / (2 * X.var()))  # gamma="scale"
+    True
     >>> ssad.score(X, y) > 0.9  # AUROC with all true labels
     True
-    >>> ssad.predict([[0.0, 0.0], [6.0, 6.0]])
-    array([ 1, -1])
+    >>> normal, far = ssad.decision_function([[0.0, 0.0], [6.0, 6.0]])
+    >>> bool(normal > far)  # the centre of the data is more normal
+    True
     """
 
     _parameter_constraints: dict = {
