@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import optuna
@@ -194,12 +194,6 @@ def make_parser(description: str) -> argparse.ArgumentParser:
         "--seed", type=int, default=0, help="seeds data, folds, learner"
     )
     parser.add_argument(
-        "--all-attrs",
-        action="store_true",
-        help="store TreeCVObjective's attributes one by one (some 18 storage "
-        "writes per trial) instead of the per-fold details in one 'cv' attribute",
-    )
-    parser.add_argument(
         "--sample-standard",
         type=int,
         default=20,
@@ -266,52 +260,6 @@ def load_data(args: argparse.Namespace) -> AnomalyData:
         )
         sys.exit(2)
     return data
-
-
-# -- fewer storage writes per trial ---------------------------------------------------
-#: Attributes of ``TreeCVObjective`` kept as attributes of their own.
-SUMMARY_ATTRS = ("mean_test_score", "std_test_score", "stderr_test_score")
-
-
-class _CompactTrial:
-    """A trial seen through a proxy that holds back the per-fold attributes."""
-
-    def __init__(self, trial) -> None:
-        self._trial = trial
-        self.held: dict[str, Any] = {}
-
-    def set_user_attr(self, key: str, value: Any) -> None:
-        if key in SUMMARY_ATTRS:
-            self._trial.set_user_attr(key, value)
-        else:
-            self.held[key] = value
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._trial, name)
-
-
-class CompactAttrs:
-    """Wrap an objective so each trial stores its CV details in ONE attribute.
-
-    ``TreeCVObjective`` sets some 18 user attributes per trial (the score of
-    each fold, times, rows fed, backend), and every ``set_user_attr`` is a
-    transaction of its own in an RDB storage (about 1 ms in SQLite). Over
-    10^4 trials that is minutes, more than the CV itself. This wrapper keeps
-    ``mean_test_score``, ``std_test_score`` and ``stderr_test_score`` (what
-    :func:`optuna_treecv.select_trial` reads) as they are and stores the rest
-    as one dict attribute, ``cv`` (``trial.user_attrs["cv"]["split3_test_score"]``).
-    """
-
-    def __init__(self, objective) -> None:
-        self.objective = objective
-
-    def __call__(self, trial):
-        proxy = _CompactTrial(trial)
-        try:
-            return self.objective(proxy)
-        finally:
-            if proxy.held:
-                trial.set_user_attr("cv", proxy.held)
 
 
 # -- progress -----------------------------------------------------------------------

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if n_trials:
         try:
             study.optimize(
-                objective if args.all_attrs else g.CompactAttrs(objective),
+                objective,
                 n_trials=n_trials,
                 callbacks=[g.ProgressPrinter(n_points, start=done), time_standard],
             )

@@ -140,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             study.stop()
 
     tic = time.perf_counter()
-    study.optimize(
-        g.CompactAttrs(objective), n_trials=args.n_trials, callbacks=[stop_at_target]
-    )
+    study.optimize(objective, n_trials=args.n_trials, callbacks=[stop_at_target])
     seconds = time.perf_counter() - tic
     trials = study.trials[n_before:]
     states = [t.state for t in trials]

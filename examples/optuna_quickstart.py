@@ -37,7 +37,7 @@ study.optimize(TreeCVObjective(sgd, space, X, y, cv=10), n_trials=30)
 
 states = [t.state.name for t in study.trials]
 print(f"{states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned")
-fed = sum(t.user_attrs["n_samples_fed"] for t in study.trials)
+fed = sum(t.user_attrs["cv"]["n_samples_fed"] for t in study.trials)
 print(f"rows fed: {fed:,} (standard CV, no pruning: {30 * 9 * len(X):,})")
 
 # %%

@@ -8,10 +8,14 @@ and :func:`refit_estimator` turn the study into a deployable model;
 :class:`ResumableGridSampler` runs long grids that resume after an interruption.
 """
 
-from optuna_treecv._objective import TreeCVObjective, suggest_params
+from optuna_treecv._objective import (
+    StudyIdentityError,
+    TreeCVObjective,
+    suggest_params,
+)
 from optuna_treecv._refit import refit_estimator, select_trial
 from optuna_treecv._samplers import ResumableGridSampler
-from optuna_treecv._storage import open_storage
+from optuna_treecv._storage import open_storage, retry_running_trials
 from optuna_treecv._warm_start import ArtifactWarmStartStore
 
 __version__ = "0.1.0.dev0"
@@ -19,9 +23,11 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ArtifactWarmStartStore",
     "ResumableGridSampler",
+    "StudyIdentityError",
     "TreeCVObjective",
     "open_storage",
     "refit_estimator",
+    "retry_running_trials",
     "select_trial",
     "suggest_params",
 ]

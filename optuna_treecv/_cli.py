@@ -313,7 +313,7 @@ def _tune(args) -> int:
         print("No trial completed; nothing to summarize.")
         return 1
     best = study.best_trial
-    attrs = best.user_attrs
+    attrs = _details(best)
     print(
         f"Best trial #{best.number}: {attrs.get('mean_test_score', best.value):.4f} "
         f"± {attrs.get('stderr_test_score', float('nan')):.4f} (standard error, "
@@ -322,7 +322,7 @@ def _tune(args) -> int:
     for name, value in best.params.items():
         print(f"  {name} = {value!r}")
     n_samples = X.shape[0]
-    fed = sum(int(t.user_attrs.get("n_samples_fed", 0)) for t in trials)
+    fed = sum(int(_details(t).get("n_samples_fed", 0)) for t in trials)
     standard_fed = len(trials) * n_samples * (args.cv - 1)
     print(
         f"Rows fed to the learner: {fed:,} (standard CV, no pruning: "
@@ -370,8 +370,8 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
         runs[key] = time.perf_counter() - tic
         learn[key] = float(np.sum(result["fit_time"]) + np.sum(result["score_time"]))
     spent = sum(
-        float(t.user_attrs.get("fit_time", 0.0))
-        + float(t.user_attrs.get("score_time", 0.0))
+        float(_details(t).get("fit_time", 0.0))
+        + float(_details(t).get("score_time", 0.0))
         for t in trials
     )
     estimate = len(trials) * learn["standard"]
@@ -433,6 +433,11 @@ def _cv(args) -> int:
             f"{rows[0][0]} is {rows[1][3] / rows[0][3]:.1f}x faster than standard CV."
         )
     return 0
+
+
+def _details(trial) -> dict[str, Any]:
+    """A trial's CV details (the "cv" attribute of TreeCVObjective)."""
+    return trial.user_attrs.get("cv", {})
 
 
 def _stem(dataset: str) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +20,7 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
-from optuna.pruners import WilcoxonPruner
+from optuna.pruners import NopPruner, WilcoxonPruner
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
@@ -42,10 +45,25 @@ if TYPE_CHECKING:
 
     from sklearn_ext.model_selection import LeafResult
 
-__all__ = ["TreeCVObjective", "REPORTS", "suggest_params"]
+__all__ = ["TreeCVObjective", "REPORTS", "StudyIdentityError", "suggest_params"]
 
 #: What ``TreeCVObjective`` reports after each leaf.
 REPORTS = ("running_mean", "per_fold", None)
+#: The one user attribute holding a trial's per-fold details.
+CV_ATTR = "cv"
+#: The summary attributes kept as attributes of their own (dashboard columns,
+#: read by :func:`optuna_treecv.select_trial`).
+SUMMARY_ATTRS = ("mean_test_score", "stderr_test_score")
+#: Study user attributes recording what defines a study, and their meaning.
+IDENTITY = {
+    "treecv_learner": "the learner",
+    "treecv_learner_params": "the learner's fixed parameters",
+    "treecv_data": "the data (X and y)",
+    "treecv_folds": "the fold plan",
+    "treecv_scoring": "the scoring",
+    "treecv_search_space": "the search space",
+    "treecv_report": "the reported values (report=...)",
+}
 
 ParamsSpec = Mapping[str, BaseDistribution] | Callable[["BaseTrial"], dict[str, Any]]
 
@@ -137,21 +155,32 @@ class TreeCVObjective:
 
     Notes
     -----
-    Every trial gets JSON-safe user attributes: ``split{i}_test_score`` for
-    each fold ``i`` (of the base plan, whatever order the leaves ran in),
+    Every trial stores its details in one JSON-safe user attribute, ``cv``
+    (a dict; one storage write instead of one per value): ``split{i}_test_score``
+    for each fold ``i`` (of the base plan, whatever order the leaves ran in),
     ``mean_test_score``, ``std_test_score`` (population standard deviation, as
     in scikit-learn's ``cv_results_``), ``stderr_test_score`` (the standard
     error of the mean, ``std(ddof=1) / sqrt(k)``), ``n_samples_fed`` (rows
     passed to the learner), ``fit_time`` (seconds spent in ``partial_fit`` or
     ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
-    reports included) and ``backend``. A pruned trial records the folds it
-    finished, with ``n_samples_fed`` and the times so far. (Extra attribute:
-    ``fold_order`` with ``report="per_fold"``.) The backend's engine extras
-    are recorded summed over the folds (:attr:`Backend.extras`): for the
-    ``alpha_seeding`` backend ``n_iter`` and ``seed_time``, and with a
-    warm-start store ``warm_start_seed`` (the stored ``C`` most folds started
-    from, or ``None``), ``warm_start_hits`` (problems seeded from a stored
-    solution) and ``warm_start_skips`` (problems solved by the exact skip).
+    reports included) and ``backend``; ``fold_order`` with
+    ``report="per_fold"``; and the backend's engine extras summed over the
+    folds (:attr:`Backend.extras`): for the ``alpha_seeding`` backend
+    ``n_iter`` and ``seed_time``, and with a warm-start store
+    ``warm_start_seed`` (the stored ``C`` most folds started from, or
+    ``None``), ``warm_start_hits`` (problems seeded from a stored solution)
+    and ``warm_start_skips`` (problems solved by the exact skip). A complete trial
+    also gets ``mean_test_score`` and ``stderr_test_score`` as attributes of
+    their own (columns of the dashboard's trial table). A pruned trial records
+    in ``cv`` every fold it finished, with ``n_samples_fed`` and the times so
+    far. Under a :class:`~optuna.pruners.NopPruner` (a grid, a study without
+    pruning) nothing is reported: no pruner would read the values, and each
+    report is a storage write (give every worker of a study the same pruner).
+
+    The first trial on a study records what defines it (learner and fixed
+    parameters, a hash of the data, the fold plan, scoring, search space) as
+    study attributes, and refuses a study recorded with other ones: see
+    :meth:`check_study`.
 
     The objective returns the mean test score, or ``(mean, std)`` when the
     study has two directions (e.g. ``directions=["maximize", "minimize"]``).
@@ -175,7 +204,7 @@ class TreeCVObjective:
     >>> trial = study.best_trial
     >>> trial.value == trial.user_attrs["mean_test_score"]
     True
-    >>> trial.user_attrs["backend"]
+    >>> trial.user_attrs["cv"]["backend"]
     'python_tree'
     """
 
@@ -251,10 +280,14 @@ class TreeCVObjective:
             random_state=rng,
         )
         self._warned_wilcoxon = False
+        self._identity: dict[str, Any] | None = None
+        self._checked_studies: weakref.WeakSet = weakref.WeakSet()
 
     # -- the objective ------------------------------------------------------------
     def __call__(self, trial: BaseTrial) -> float | tuple[float, float]:
         study = getattr(trial, "study", None)
+        if study is not None:
+            self._check_study_once(study)
         n_objectives = len(study.directions) if study is not None else 1
         if n_objectives > 2:
             raise ValueError(
@@ -288,11 +321,16 @@ class TreeCVObjective:
 
         plan = self.fold_plan_
         report = None if multi else self.report
+        extra: dict[str, Any] = {}
         if report == "per_fold":
             rng = np.random.default_rng([self._seed, int(trial.number)])
             folds = rng.permutation(plan.n_splits)
-            trial.set_user_attr("fold_order", [int(f) for f in folds])
+            extra["fold_order"] = [int(f) for f in folds]
             plan = plan.reordered(folds)
+        if isinstance(getattr(study, "pruner", None), NopPruner):
+            # Nothing would read the reports (the fold scores go into the "cv"
+            # attribute): no storage writes for them, the same decisions.
+            report = None
         progress = _Progress(trial, plan.n_splits, report)
         tic = time.perf_counter()
         try:
@@ -308,13 +346,14 @@ class TreeCVObjective:
                 leaf_callback=progress,
             )
         except optuna.TrialPruned:
-            progress.record(trial, backend, time.perf_counter() - tic)
+            details = progress.record(backend, time.perf_counter() - tic)
+            _write_attrs(trial, {**details, **extra})
             raise
         scores = np.asarray(result["test_score"])
-        attrs = {f"split{i}_test_score": float(s) for i, s in enumerate(scores)}
         mean = float(np.mean(scores))
         std = float(np.std(scores))
-        attrs.update(
+        details = {f"split{i}_test_score": float(s) for i, s in enumerate(scores)}
+        details.update(
             mean_test_score=mean,
             std_test_score=std,
             stderr_test_score=_stderr(scores),
@@ -324,13 +363,103 @@ class TreeCVObjective:
             cv_time=time.perf_counter() - tic,
             backend=str(result["backend"]),
         )
-        attrs.update(summarize_extras(type(backend).extras, result))
-        for key, value in attrs.items():
-            trial.set_user_attr(key, value)
+        details.update(summarize_extras(type(backend).extras, result))
+        _write_attrs(trial, {**details, **extra})
         publish = getattr(store, "publish", None)
         if publish is not None:
             publish(trial, session)
         return (mean, std) if multi else mean
+
+    # -- study identity -------------------------------------------------------------
+    def check_study(self, study: optuna.Study) -> dict[str, Any]:
+        """Record what defines this study in it, or check it against the record.
+
+        A study's trials are comparable only when they score the same learner
+        on the same data, folds and metric, over one search space. The first
+        time an objective meets a study, it stores these as study user
+        attributes (shown in the dashboard's study panel): ``treecv_learner``
+        (the class), ``treecv_learner_params`` (its parameters, the searched
+        ones left out), ``treecv_data`` (shape and a hash of ``X`` and ``y``),
+        ``treecv_folds`` (number of folds, feeding order and a hash of the
+        plan), ``treecv_scoring``, ``treecv_search_space`` and
+        ``treecv_report``. A study that already holds them must match:
+        resuming it with other data, folds or space would silently mix trials
+        that cannot be compared.
+
+        Called by the objective before the first trial on each study; call it
+        yourself to check before ``study.optimize``.
+
+        Parameters
+        ----------
+        study : optuna.Study
+            The study to record in or check.
+
+        Returns
+        -------
+        identity : dict
+            The study attributes recorded for this objective.
+
+        Raises
+        ------
+        StudyIdentityError
+            If the study was recorded with other settings; the message names
+            each difference. Start a new study instead (another
+            ``study_name``), or delete this one with ``optuna.delete_study``.
+
+        Examples
+        --------
+        >>> import optuna
+        >>> from optuna.distributions import FloatDistribution
+        >>> from sklearn.datasets import load_iris
+        >>> from sklearn.linear_model import SGDClassifier
+        >>> from optuna_treecv import TreeCVObjective
+        >>> X, y = load_iris(return_X_y=True)
+        >>> space = {"alpha": FloatDistribution(1e-5, 1e-1, log=True)}
+        >>> study = optuna.create_study(study_name="iris", direction="maximize")
+        >>> identity = TreeCVObjective(SGDClassifier(), space, X, y).check_study(study)
+        >>> study.user_attrs["treecv_learner"]
+        'sklearn.linear_model.SGDClassifier'
+        >>> other = TreeCVObjective(SGDClassifier(), space, X[:100], y[:100])
+        >>> other.check_study(study)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        optuna_treecv._objective.StudyIdentityError: The study 'iris' was recorded ...
+        """
+        identity = self._study_identity()
+        recorded = study.user_attrs
+        changed = [
+            key
+            for key, value in identity.items()
+            if key in recorded and _canonical(recorded[key]) != _canonical(value)
+        ]
+        if "treecv_learner" in changed and "treecv_learner_params" in changed:
+            changed.remove("treecv_learner_params")  # Another class: noise.
+        changes = [_describe_change(k, recorded[k], identity[k]) for k in changed]
+        if changes:
+            raise StudyIdentityError(study.study_name, changes)
+        for key, value in identity.items():
+            if key not in recorded:
+                study.set_user_attr(key, value)
+        return identity
+
+    def _check_study_once(self, study: optuna.Study) -> None:
+        if study in self._checked_studies:
+            return
+        self.check_study(study)
+        self._checked_studies.add(study)
+
+    def _study_identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            self._identity = study_identity(
+                self.estimator,
+                self.params,
+                self.X,
+                self.y,
+                self.fold_plan_,
+                self.scoring,
+                self.report,
+            )
+        return self._identity
 
     def __repr__(self) -> str:
         return (
@@ -373,16 +502,196 @@ class _Progress:
                 f"Pruned after {len(self.scores)} of {self.n_splits} folds."
             )
 
-    def record(self, trial: BaseTrial, backend: Backend, wall_time: float) -> None:
-        for fold, score in sorted(self.scores.items()):
-            trial.set_user_attr(f"split{fold}_test_score", score)
-        trial.set_user_attr("n_samples_fed", self.n_samples_fed)
-        trial.set_user_attr("fit_time", self.fit_time)
-        trial.set_user_attr("score_time", self.score_time)
-        trial.set_user_attr("cv_time", wall_time)
-        trial.set_user_attr("backend", backend.name)
-        for key, value in summarize_extras(type(backend).extras, self.extras).items():
-            trial.set_user_attr(key, value)
+    def record(self, backend: Backend, wall_time: float) -> dict[str, Any]:
+        """The details of a pruned trial: every finished fold, rows, times."""
+        details: dict[str, Any] = {
+            f"split{fold}_test_score": score
+            for fold, score in sorted(self.scores.items())
+        }
+        details.update(
+            n_samples_fed=self.n_samples_fed,
+            fit_time=self.fit_time,
+            score_time=self.score_time,
+            cv_time=wall_time,
+            backend=backend.name,
+        )
+        details.update(summarize_extras(type(backend).extras, self.extras))
+        return details
+
+
+def _write_attrs(trial: BaseTrial, details: dict[str, Any]) -> None:
+    """Store a trial's details in as few storage writes as the dashboard allows.
+
+    Each ``set_user_attr`` is a transaction of its own in an RDB storage (about
+    a millisecond in SQLite, more without WAL): the per-fold details go into
+    one dict attribute, :data:`CV_ATTR`, and only :data:`SUMMARY_ATTRS` (table
+    columns in the dashboard, read by ``select_trial``) get their own.
+    """
+    for key in SUMMARY_ATTRS:
+        if key in details:
+            trial.set_user_attr(key, details[key])
+    trial.set_user_attr(CV_ATTR, details)
+
+
+# -- study identity -----------------------------------------------------------------
+class StudyIdentityError(ValueError):
+    """A study was resumed with another learner, data, folds, scoring or space.
+
+    Attributes
+    ----------
+    study_name : str
+        The study's name.
+    changes : list of str
+        One phrase per difference, e.g. ``"the data (X and y): recorded
+        1797x64 ..., now 150x4 ..."``.
+    """
+
+    def __init__(self, study_name: str, changes: list[str]) -> None:
+        self.study_name = study_name
+        self.changes = list(changes)
+        super().__init__(
+            f"The study {study_name!r} was recorded with other settings; resuming "
+            f"it would mix trials that cannot be compared. Changed: "
+            f"{'; '.join(changes)}. Start a new study instead (another study_name), "
+            f"or delete this one with optuna.delete_study(study_name="
+            f"{study_name!r}, storage=...)."
+        )
+
+
+def study_identity(
+    estimator, params, X, y, fold_plan: FoldPlan, scoring, report
+) -> dict[str, Any]:
+    """The JSON-safe study attributes that define a TreeCV study."""
+    searched = set(params) if isinstance(params, Mapping) else set()
+    fixed = {
+        name: _plain(value)
+        for name, value in sorted(estimator.get_params(deep=True).items())
+        if name not in searched and not hasattr(value, "get_params")
+    }
+    if isinstance(params, Mapping):
+        # The repr names the kind and every setting, e.g.
+        # "FloatDistribution(high=0.1, log=True, low=1e-05, step=None)".
+        space: Any = {name: repr(dist) for name, dist in sorted(params.items())}
+    else:
+        space = f"callable {_qualname(params)}"
+    if scoring is None:
+        scoring_name = "score"
+    elif isinstance(scoring, str):
+        scoring_name = scoring
+    else:
+        scoring_name = f"callable {_qualname(scoring)}"
+    n_samples = X.shape[0]
+    n_features = X.shape[1] if len(X.shape) > 1 else 1
+    folds = (
+        f"{fold_plan.n_splits} folds, {fold_plan.order} order, "
+        f"hash {_fold_plan_hash(fold_plan)}"
+    )
+    return {
+        "treecv_learner": _learner_name(estimator),
+        "treecv_learner_params": fixed,
+        "treecv_data": f"{n_samples}x{n_features}, hash {_data_hash(X, y)}",
+        "treecv_folds": folds,
+        "treecv_scoring": scoring_name,
+        "treecv_search_space": space,
+        "treecv_report": "none" if report is None else str(report),
+    }
+
+
+def _learner_name(estimator) -> str:
+    cls = type(estimator)
+    module = cls.__module__
+    # The public module: sklearn.linear_model, not sklearn.linear_model._sgd.
+    parts = module.split(".")
+    while len(parts) > 1 and parts[-1].startswith("_"):
+        parts.pop()
+    public = ".".join(parts)
+    try:
+        import importlib
+
+        if getattr(importlib.import_module(public), cls.__name__, None) is cls:
+            module = public
+    except ImportError:
+        pass
+    return f"{module}.{cls.__qualname__}"
+
+
+def _qualname(obj) -> str:
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    return f"{getattr(obj, '__module__', None) or type(obj).__module__}.{name}"
+
+
+def _plain(value) -> Any:
+    """A JSON-safe value that is the same in every process for the same input."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=repr)}
+    if isinstance(value, np.ndarray):
+        return f"array{value.shape} hash {_digest(value)}"
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"callable {_qualname(value)}"
+    text = repr(value)
+    # A default repr names a memory address, which differs between processes.
+    return f"{type(value).__qualname__} object" if " at 0x" in text else text
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _digest(*arrays) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        if array.dtype == object:
+            array = np.asarray([str(v) for v in array.ravel()])
+        h.update(f"{array.dtype.str}{array.shape}|".encode())
+        h.update(array.view(np.uint8).ravel())
+    return h.hexdigest()
+
+
+def _data_hash(X, y) -> str:
+    import scipy.sparse as sp
+
+    y = np.zeros(0) if y is None else np.asarray(y)
+    if sp.issparse(X):
+        X = X.tocsr()
+        return _digest(np.asarray(X.shape), X.data, X.indices, X.indptr, y)
+    return _digest(np.asarray(X), y)
+
+
+def _fold_plan_hash(plan: FoldPlan) -> str:
+    return _digest(
+        plan.sample_order,
+        plan.bounds,
+        np.asarray(plan.leaf_order),
+        np.asarray([-1 if plan.seed is None else plan.seed], dtype=np.float64),
+    )
+
+
+def _describe_change(key: str, recorded, current) -> str:
+    what = IDENTITY.get(key, key)
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        names = sorted(set(recorded) | set(current))
+        diffs = [
+            f"{name} {_short(recorded.get(name, '(none)'))} -> "
+            f"{_short(current.get(name, '(none)'))}"
+            for name in names
+            if _canonical(recorded.get(name)) != _canonical(current.get(name))
+        ]
+        return f"{what}: {', '.join(diffs)}"
+    return f"{what}: recorded {_short(recorded)}, now {_short(current)}"
+
+
+def _short(value, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _stderr(scores: np.ndarray) -> float:

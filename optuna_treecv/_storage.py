@@ -1,25 +1,64 @@
-"""Open an Optuna storage from a URL, with SQLite files in WAL mode."""
+"""Open an Optuna storage from a URL: SQLite in WAL mode, heartbeats, safe start."""
 
 from __future__ import annotations
 
-from typing import Any
+import numbers
+import random
+import time
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import optuna
+from optuna.trial import TrialState
 
-__all__ = ["open_storage"]
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+__all__ = ["open_storage", "retry_running_trials"]
+
+#: How often a new database is retried when other processes create it too.
+_FIRST_START_ATTEMPTS = 8
+#: Substrings of the errors two processes creating one database may see.
+_RACE_MESSAGES = (
+    "unique constraint",
+    "already exists",
+    "duplicate key",
+    "database is locked",
+    "integrityerror",
+)
 
 
-def open_storage(url: str) -> optuna.storages.BaseStorage:
+def open_storage(
+    url: str,
+    *,
+    heartbeat_interval: int | None = None,
+    grace_period: int | None = None,
+    max_retry: int | None = 3,
+) -> optuna.storages.BaseStorage:
     """Open the Optuna storage named by ``url``, SQLite files in WAL mode.
 
     With SQLite's default rollback journal every commit waits for an fsync,
-    and a 10-fold :class:`~optuna_treecv.TreeCVObjective` trial makes some 30
-    commits (reports, pruning reads, attributes): often more time than its CV.
-    A ``sqlite:///PATH`` file is therefore opened in WAL mode with
+    and each report and attribute of a trial is a commit of its own. A
+    ``sqlite:///PATH`` file is therefore opened in WAL mode with
     ``synchronous=NORMAL``: every commit only appends to the log, the database
     stays consistent and shareable by several processes, and only an OS crash
     or power cut can lose the last commits. The command line and the example
     scripts open their storages with this function.
+
+    Any number of processes may open the same new database at the same moment:
+    the one that loses the race to create Optuna's tables retries until the
+    winner has finished, instead of failing with a ``UNIQUE constraint``
+    error.
+
+    With ``heartbeat_interval`` (database URLs only), each running trial
+    records a heartbeat every ``heartbeat_interval`` seconds. When a worker is
+    killed, its trial stops beating; the next trial any worker starts on the
+    study (``study.optimize``) marks it ``FAIL`` (Optuna's
+    :func:`~optuna.storages.fail_stale_trials`) and queues its parameters
+    again (:class:`~optuna.storages.RetryHeartbeatStaleTrialCallback`), so a
+    resumed study re-runs the killed trial's point. A
+    :class:`~optuna.storages.JournalStorage` keeps no heartbeats: recover its
+    trials with :func:`retry_running_trials` once every worker has stopped.
 
     Parameters
     ----------
@@ -29,6 +68,16 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
         :class:`~optuna.storages.journal.JournalFileBackend`), or a SQLAlchemy
         database URL (``sqlite:///PATH``, ``postgresql+psycopg2://...``, ...)
         for an :class:`~optuna.storages.RDBStorage`.
+    heartbeat_interval : int, default=None
+        Seconds between two heartbeats of a running trial; ``None`` records
+        none. Only for a database URL.
+    grace_period : int, default=None
+        Seconds without a heartbeat after which a running trial is stale;
+        ``None`` means ``2 * heartbeat_interval``. Needs ``heartbeat_interval``.
+    max_retry : int or None, default=3
+        How many times the parameters of a stale trial are queued again
+        (the retries of one point count together); ``None`` retries without
+        limit, ``0`` only fails stale trials.
 
     Returns
     -------
@@ -38,8 +87,13 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     Raises
     ------
     ValueError
-        If ``url`` is none of the forms above or the storage cannot be opened;
-        the message names the URL and the reason.
+        If ``url`` is none of the forms above or the storage cannot be opened
+        (the message names the URL and the reason), or if a heartbeat setting
+        is invalid or given for a storage that cannot keep heartbeats.
+
+    See Also
+    --------
+    retry_running_trials : Recover the trials of killed workers by hand.
 
     Examples
     --------
@@ -47,11 +101,13 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     >>> import optuna
     >>> from optuna_treecv import open_storage
     >>> path = os.path.join(tempfile.mkdtemp(), "study.db")
-    >>> storage = open_storage(f"sqlite:///{path}")
+    >>> storage = open_storage(f"sqlite:///{path}", heartbeat_interval=60)
     >>> study = optuna.create_study(storage=storage, study_name="demo")
     >>> with storage.engine.connect() as connection:
     ...     connection.exec_driver_sql("PRAGMA journal_mode").scalar()
     'wal'
+    >>> storage.heartbeat_interval
+    60
     >>> open_storage("study.db")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -60,6 +116,15 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
     if not isinstance(url, str):
         raise ValueError(
             f"The 'url' parameter of open_storage must be a str. Got {url!r} instead."
+        )
+    _check_heartbeat(heartbeat_interval, grace_period, max_retry)
+    if heartbeat_interval is not None and (url == "memory" or "://" not in url):
+        kind = "an in-memory storage" if url == "memory" else "a JournalStorage"
+        raise ValueError(
+            f"The 'heartbeat_interval' parameter of open_storage needs a database "
+            f"URL; {url!r} opens {kind}, which keeps no heartbeats. Recover the "
+            "trials of killed workers with optuna_treecv.retry_running_trials "
+            "once every worker has stopped."
         )
     if url == "memory":
         return optuna.storages.InMemoryStorage()
@@ -77,11 +142,77 @@ def open_storage(url: str) -> optuna.storages.BaseStorage:
             f"cannot open storage {url!r}: expected a database URL such as "
             "sqlite:///optuna.db, journal:PATH or memory."
         )
-    try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=_sqlite_wal(url))
-    except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open".
-        message = " ".join(str(exc).split()).split(" (Background on this error")[0]
-        raise ValueError(f"cannot open storage {url!r}: {message[:300]}") from None
+    kwargs: dict[str, Any] = {"engine_kwargs": _sqlite_wal(url)}
+    if heartbeat_interval is not None:
+        kwargs.update(
+            heartbeat_interval=int(heartbeat_interval),
+            grace_period=None if grace_period is None else int(grace_period),
+        )
+        if max_retry is None or max_retry > 0:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                kwargs["heartbeat_stale_trial_callback"] = (
+                    optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry)
+                )
+    return _open_rdb(url, kwargs)
+
+
+def _open_rdb(url: str, kwargs: dict[str, Any]) -> optuna.storages.RDBStorage:
+    """Open an RDB storage, retrying while other processes create the tables."""
+    rng = random.Random()
+    for attempt in range(_FIRST_START_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                # The heartbeat arguments are experimental in Optuna.
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(url, **kwargs)
+        except (
+            Exception
+        ) as exc:  # SQLAlchemy raises many kinds; all mean "cannot open".
+            message = " ".join(str(exc).split()).split(" (Background on this error")[0]
+            text = f"{type(exc).__name__} {message}".lower()
+            racing = any(part in text for part in _RACE_MESSAGES)
+            if racing and attempt + 1 < _FIRST_START_ATTEMPTS:
+                # Another process is creating the same tables: wait for it.
+                time.sleep(0.05 * 2**attempt * (1 + rng.random()))
+                continue
+            raise ValueError(f"cannot open storage {url!r}: {message[:300]}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_heartbeat(heartbeat_interval, grace_period, max_retry) -> None:
+    for name, value in (
+        ("heartbeat_interval", heartbeat_interval),
+        ("grace_period", grace_period),
+    ):
+        if value is not None and (
+            not isinstance(value, numbers.Integral)
+            or isinstance(value, bool)
+            or value < 1
+        ):
+            raise ValueError(
+                f"The '{name}' parameter of open_storage must be an int in the "
+                f"range [1, inf) or None. Got {value!r} instead."
+            )
+    if grace_period is not None and heartbeat_interval is None:
+        raise ValueError(
+            "The 'grace_period' parameter of open_storage needs 'heartbeat_interval'."
+        )
+    if grace_period is not None and grace_period <= heartbeat_interval:
+        raise ValueError(
+            "The 'grace_period' parameter of open_storage must exceed "
+            f"heartbeat_interval={heartbeat_interval}, or a live trial may be "
+            f"failed between two heartbeats. Got {grace_period!r} instead."
+        )
+    if max_retry is not None and (
+        not isinstance(max_retry, numbers.Integral)
+        or isinstance(max_retry, bool)
+        or max_retry < 0
+    ):
+        raise ValueError(
+            "The 'max_retry' parameter of open_storage must be an int in the range "
+            f"[0, inf) or None. Got {max_retry!r} instead."
+        )
 
 
 def _sqlite_wal(url: str) -> dict[str, Any] | None:
@@ -100,3 +231,69 @@ def _sqlite_wal(url: str) -> dict[str, Any] | None:
         return connection
 
     return {"creator": connect}
+
+
+def retry_running_trials(
+    study: optuna.Study, *, max_retry: int | None = 3
+) -> list[FrozenTrial]:
+    """Fail the study's ``RUNNING`` trials and queue their parameters again.
+
+    The recovery for storages without heartbeats
+    (:class:`~optuna.storages.JournalStorage`, or a database opened without
+    ``heartbeat_interval``): a worker killed by ``SIGKILL``, a lost node or
+    an out-of-memory killer leaves its trial ``RUNNING`` forever. **Call this
+    only when no worker is running** (the storage cannot tell a killed
+    worker's trial from a live one): each ``RUNNING`` trial is set to
+    ``FAIL`` and its parameters are queued as a ``WAITING`` trial, which the
+    next ``study.optimize`` runs first. The queued trial carries the same
+    system attributes as :class:`~optuna.storages.RetryHeartbeatStaleTrialCallback`
+    writes (``failed_trial``, ``retry_history``), so both recoveries read
+    alike.
+
+    Parameters
+    ----------
+    study : optuna.Study
+        The study to recover.
+    max_retry : int or None, default=3
+        A point already retried ``max_retry`` times is only failed; ``None``
+        retries without limit.
+
+    Returns
+    -------
+    failed : list of FrozenTrial
+        The trials that were ``RUNNING`` and are now ``FAIL``.
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna_treecv import retry_running_trials
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study()
+    >>> killed = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    >>> [t.number for t in retry_running_trials(study)]
+    [0]
+    >>> [t.state.name for t in study.trials]
+    ['FAIL', 'WAITING']
+    """
+    if max_retry is not None and (
+        not isinstance(max_retry, numbers.Integral) or max_retry < 0
+    ):
+        raise ValueError(
+            "The 'max_retry' parameter of retry_running_trials must be an int in "
+            f"the range [0, inf) or None. Got {max_retry!r} instead."
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retry = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry)
+    failed = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        try:
+            frozen = study.tell(trial.number, state=TrialState.FAIL)
+        except (ValueError, RuntimeError):  # Finished by its worker meanwhile.
+            continue
+        failed.append(frozen)
+        if max_retry is None or max_retry > 0:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                retry(study, frozen)
+    return failed

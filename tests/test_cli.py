@@ -63,7 +63,7 @@ def test_tune_writes_a_study_and_summarizes(tmp_path, capsys):
     assert f"optuna-dashboard {storage}" in out
     study = optuna.load_study(study_name="s", storage=storage)
     assert len(study.trials) == 4
-    assert study.best_trial.user_attrs["backend"] == "python_tree"
+    assert study.best_trial.user_attrs["cv"]["backend"] == "python_tree"
 
 
 @pytest.mark.parametrize("fmt", ["npz", "csv", "svm"])

@@ -398,22 +398,6 @@ def test_grid_definition():
     assert all(d.log for d in space.values())
 
 
-def test_compact_attrs_stores_one_cv_attribute():
-    def objective(trial):
-        trial.set_user_attr("mean_test_score", 0.5)
-        trial.set_user_attr("split0_test_score", 0.4)
-        trial.set_user_attr("backend", "native_tree")
-        return trial.suggest_float("x", 0, 1) * 0 + 0.5
-
-    study = optuna.create_study()
-    study.optimize(g.CompactAttrs(objective), n_trials=1)
-    attrs = study.trials[0].user_attrs
-    assert attrs == {
-        "mean_test_score": 0.5,
-        "cv": {"split0_test_score": 0.4, "backend": "native_tree"},
-    }
-
-
 def test_time_standard_cv_measures_both_methods():
     from sklearn_ext import StratifiedTreeCVSplitter
 

@@ -160,39 +160,6 @@ def test_tree_cross_validate_picks_the_native_tree(global_random_seed):
     assert standard["backend"] == "standard"
 
 
-def test_leaf_callback_sees_every_leaf_and_can_stop(global_random_seed):
-    X, y = _data(global_random_seed)
-    seen = []
-    result = tree_cross_validate(
-        PegasosClassifier(alpha=1e-2), X, y, cv=8, leaf_callback=seen.append
-    )
-    assert [leaf.fold for leaf in seen] == list(range(8))
-    assert_array_equal([leaf.scores["score"] for leaf in seen], result["test_score"])
-
-    class Stop(Exception):
-        pass
-
-    calls = []
-
-    def stop_at_third(leaf):
-        calls.append(leaf.fold)
-        if len(calls) == 3:
-            raise Stop
-
-    for n_jobs in (None, 2):
-        calls.clear()
-        with pytest.raises(Stop):
-            tree_cross_validate(
-                PegasosClassifier(alpha=1e-2),
-                X,
-                y,
-                cv=16,
-                n_jobs=n_jobs,
-                leaf_callback=stop_at_third,
-            )
-        assert len(calls) == 3
-
-
 def test_return_estimator_rebuilds_the_fold_models(global_random_seed):
     X, y = _data(global_random_seed, n_classes=3)
     task = _task(
@@ -255,17 +222,6 @@ def test_bad_parameters_are_reported_by_the_native_tree(global_random_seed):
     X, y = _data(global_random_seed)
     with pytest.raises(ValueError, match="The 'alpha' parameter of PegasosClassifier"):
         tree_cross_validate(PegasosClassifier(alpha=-1), X, y)
-
-
-def test_leaf_table_is_a_sequence_of_leaf_results(global_random_seed):
-    X, y = _data(global_random_seed)
-    table = NativeTreeBackend().run(
-        _task(PegasosClassifier(), X, y, cv=4, order="fixed")
-    )
-    assert len(table) == 4
-    assert [leaf.fold for leaf in table] == [0, 1, 2, 3]
-    assert table[-1].fold == 3
-    assert [leaf.fold for leaf in table[1:3]] == [1, 2]
 
 
 def test_columnar_results_follow_the_split_order(global_random_seed):

@@ -20,7 +20,7 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.naive_bayes import GaussianNB
 
-from optuna_treecv import TreeCVObjective, suggest_params
+from optuna_treecv import StudyIdentityError, TreeCVObjective, suggest_params
 from sklearn_ext import TreeCVSplitter, tree_cross_validate
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -59,7 +59,11 @@ def test_value_is_mean_of_stored_split_scores(data):
     study = optuna.create_study(direction="maximize")
     study.optimize(objective, n_trials=3)
     for trial in study.trials:
-        attrs = trial.user_attrs
+        # One attribute holds the details; the summary has columns of its own.
+        attrs = trial.user_attrs["cv"]
+        assert set(trial.user_attrs) == {"cv", "mean_test_score", "stderr_test_score"}
+        for key in ("mean_test_score", "stderr_test_score"):
+            assert trial.user_attrs[key] == attrs[key]
         splits = [attrs[f"split{i}_test_score"] for i in range(6)]
         assert trial.value == attrs["mean_test_score"]
         assert_allclose(trial.value, np.mean(splits), rtol=1e-12)
@@ -97,7 +101,7 @@ def test_attributes_survive_sqlite_round_trip(data, tmp_path):
     loaded = optuna.load_study(study_name="rt", storage=storage)
     assert [t.user_attrs for t in loaded.trials] == [t.user_attrs for t in study.trials]
     for trial in loaded.trials:
-        splits = [trial.user_attrs[f"split{i}_test_score"] for i in range(4)]
+        splits = [trial.user_attrs["cv"][f"split{i}_test_score"] for i in range(4)]
         assert trial.value == pytest.approx(np.mean(splits), rel=1e-12)
 
 
@@ -117,12 +121,14 @@ def test_pruner_prunes_and_records_pruned_state(data):
     assert states == [TrialState.COMPLETE, TrialState.PRUNED] * 2
     full, pruned = study.trials[0], study.trials[1]
     assert sorted(pruned.intermediate_values) == [0, 1]
-    assert "mean_test_score" not in pruned.user_attrs
-    assert {k for k in pruned.user_attrs if k.startswith("split")} == {
+    assert set(pruned.user_attrs) == {"cv"}
+    details = pruned.user_attrs["cv"]
+    assert "mean_test_score" not in details
+    assert {k for k in details if k.startswith("split")} == {
         "split0_test_score",
         "split1_test_score",
     }
-    assert 0 < pruned.user_attrs["n_samples_fed"] < full.user_attrs["n_samples_fed"]
+    assert 0 < details["n_samples_fed"] < full.user_attrs["cv"]["n_samples_fed"]
 
 
 def test_median_pruner_in_optimize(data):
@@ -151,7 +157,7 @@ def test_per_fold_reports_each_fold_in_a_shuffled_order(data):
     reference = tree_cross_validate(GaussianNB(), X, y, cv=objective.cv)["test_score"]
     orders = []
     for trial in study.trials:
-        attrs = trial.user_attrs
+        attrs = trial.user_attrs["cv"]
         orders.append(attrs["fold_order"])
         assert sorted(attrs["fold_order"]) == list(range(8))
         # Step = fold index of the base plan, value = that fold's own score.
@@ -168,7 +174,7 @@ def test_per_fold_reports_each_fold_in_a_shuffled_order(data):
     )
     study2 = optuna.create_study(direction="maximize")
     study2.optimize(again, n_trials=1)
-    assert study2.trials[0].user_attrs["fold_order"] == orders[0]
+    assert study2.trials[0].user_attrs["cv"]["fold_order"] == orders[0]
 
 
 @pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
@@ -204,7 +210,7 @@ def test_multi_objective_returns_mean_and_std_without_reports(data):
     for trial in study.trials:
         assert trial.values == [
             trial.user_attrs["mean_test_score"],
-            trial.user_attrs["std_test_score"],
+            trial.user_attrs["cv"]["std_test_score"],
         ]
         assert trial.intermediate_values == {}
 
@@ -237,7 +243,7 @@ def test_auto_falls_back_to_standard_for_fit_only_estimators(data):
     study = optuna.create_study(direction="maximize")
     with pytest.warns(UserWarning, match="falls back to standard"):
         study.optimize(objective, n_trials=1)
-    assert study.trials[0].user_attrs["backend"] == "standard"
+    assert study.trials[0].user_attrs["cv"]["backend"] == "standard"
 
 
 @pytest.mark.parametrize(
@@ -265,3 +271,197 @@ def test_callable_params_must_return_a_dict(data):
     objective = TreeCVObjective(sgd(), lambda trial: [1], X, y, cv=3)
     with pytest.raises(TypeError, match="must return a dict"):
         objective(FixedTrial({}))
+
+
+class PruneAfterReports(BasePruner):
+    """Prune every odd-numbered trial once it has reported ``n`` values."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def prune(self, study, trial) -> bool:
+        return trial.number % 2 == 1 and len(trial.intermediate_values) >= self.n
+
+
+# -- storage writes per trial --------------------------------------------------------
+class CountingStorage(optuna.storages.InMemoryStorage):
+    """An in-memory storage counting the trial writes an objective makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: list[str] = []
+        self.reports = 0
+
+    def set_trial_user_attr(self, trial_id, key, value) -> None:
+        self.attrs.append(key)
+        super().set_trial_user_attr(trial_id, key, value)
+
+    def set_trial_intermediate_value(self, trial_id, step, value) -> None:
+        self.reports += 1
+        super().set_trial_intermediate_value(trial_id, step, value)
+
+
+def test_few_storage_writes_per_trial(data):
+    X, y = data
+    storage = CountingStorage()
+    study = optuna.create_study(
+        storage=storage, direction="maximize", pruner=PruneAtStep(2)
+    )
+    objective = TreeCVObjective(sgd(), SPACE, X, y, cv=6)
+    study.optimize(objective, n_trials=2)  # Trial 1 is pruned after 3 folds.
+    # Study identity: written once, before the first trial.
+    identity = [k for k in storage.attrs if k.startswith("treecv_")]
+    assert identity == []  # Study attributes do not go through trial writes.
+    complete, pruned = study.trials
+    assert pruned.state == TrialState.PRUNED
+    # 3 attribute writes for a complete trial, 1 for a pruned one; a report per fold.
+    assert storage.attrs == ["mean_test_score", "stderr_test_score", "cv", "cv"]
+    assert storage.reports == 6 + 3
+    assert len(complete.intermediate_values) == 6
+
+
+def test_nop_pruner_reads_and_writes_no_reports(data, monkeypatch):
+    X, y = data
+    storage = CountingStorage()
+    study = optuna.create_study(
+        storage=storage, direction="maximize", pruner=optuna.pruners.NopPruner()
+    )
+    asked = []
+    monkeypatch.setattr(
+        optuna.pruners.NopPruner, "prune", lambda self, s, t: asked.append(1)
+    )
+    study.optimize(TreeCVObjective(sgd(), SPACE, X, y, cv=5), n_trials=2)
+    assert storage.reports == 0 and asked == []
+    assert all(t.intermediate_values == {} for t in study.trials)
+    assert all(len(t.user_attrs["cv"]) > 5 for t in study.trials)
+
+
+@pytest.mark.parametrize(
+    "estimator, backend",
+    [
+        (sgd(), "python_tree"),
+        (sgd(), "standard"),
+        (GaussianNB(), "python_tree"),
+    ],
+)
+@pytest.mark.parametrize("report", ["running_mean", "per_fold"])
+def test_pruned_trial_records_every_reported_fold(data, estimator, backend, report):
+    # Each intermediate value has its fold's score in the "cv" attribute.
+    X, y = data
+    method = "standard" if backend == "standard" else "auto"
+    space = SPACE if isinstance(estimator, SGDClassifier) else {}
+    objective = TreeCVObjective(
+        estimator, space, X, y, cv=6, backend=method, report=report, random_state=0
+    )
+    study = optuna.create_study(direction="maximize", pruner=PruneAfterReports(3))
+    study.optimize(objective, n_trials=2)
+    pruned = study.trials[1]
+    assert pruned.state == TrialState.PRUNED
+    details = pruned.user_attrs["cv"]
+    splits = sorted(int(k[5:-11]) for k in details if k.startswith("split"))
+    assert len(splits) == len(pruned.intermediate_values) >= 2
+    if report == "per_fold":
+        assert splits == sorted(pruned.intermediate_values)
+        for fold in splits:
+            score = details[f"split{fold}_test_score"]
+            assert pruned.intermediate_values[fold] == score
+    else:
+        last = max(pruned.intermediate_values)
+        mean = np.mean([details[f"split{f}_test_score"] for f in splits])
+        assert_allclose(pruned.intermediate_values[last], mean, rtol=1e-12)
+    assert details["backend"] == backend
+
+
+# -- study identity ------------------------------------------------------------------
+def test_study_records_its_identity(data, tmp_path):
+    X, y = data
+    storage = f"sqlite:///{tmp_path / 'id.db'}"
+    study = optuna.create_study(storage=storage, study_name="s", direction="maximize")
+    objective = TreeCVObjective(sgd(), SPACE, X, y, cv=4, scoring="accuracy")
+    study.optimize(objective, n_trials=1)
+    attrs = optuna.load_study(study_name="s", storage=storage).user_attrs
+    assert attrs["treecv_learner"] == "sklearn.linear_model.SGDClassifier"
+    assert attrs["treecv_learner_params"]["max_iter"] == 5
+    assert "alpha" not in attrs["treecv_learner_params"]  # Searched, not fixed.
+    assert attrs["treecv_data"].startswith("400x10, hash ")
+    assert attrs["treecv_folds"].startswith("4 folds, fixed order, hash ")
+    assert attrs["treecv_scoring"] == "accuracy"
+    assert attrs["treecv_search_space"] == {
+        "alpha": "FloatDistribution(high=0.1, log=True, low=1e-05, step=None)"
+    }
+    assert attrs["treecv_report"] == "running_mean"
+    json.dumps(attrs)
+    # The same settings, rebuilt (as another process would): resumes.
+    again = TreeCVObjective(sgd(), SPACE, X, y, cv=4, scoring="accuracy")
+    optuna.load_study(study_name="s", storage=storage).optimize(again, n_trials=1)
+    assert len(study.trials) == 2
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"X": "other"}, r"Changed: the data \(X and y\): recorded 400x10, hash \w+"),
+        ({"y": "other"}, r"the data \(X and y\)"),
+        ({"cv": 5}, "the fold plan: recorded 4 folds"),
+        ({"scoring": "f1"}, "the scoring: recorded accuracy, now f1"),
+        (
+            {"params": {"alpha": FloatDistribution(1e-3, 1.0, log=True)}},
+            r"the search space: alpha FloatDistribution\(high=0.1, log=True, "
+            r"low=1e-05, step=None\) -> FloatDistribution\(high=1.0, log=True, "
+            r"low=0.001, step=None\)",
+        ),
+        ({"params": {"l1_ratio": FloatDistribution(0, 1)}}, "alpha .* -> \\(none\\)"),
+        ({"estimator": "eta0"}, "the learner's fixed parameters: eta0 0.01 -> 0.5"),
+        ({"estimator": "class"}, "the learner: recorded sklearn.linear_model.SGDC"),
+        ({"report": "per_fold"}, "the reported values"),
+    ],
+)
+def test_resuming_with_other_settings_is_refused(data, change, match):
+    X, y = data
+    study = optuna.create_study(study_name="iris", direction="maximize")
+    kwargs = {"cv": 4, "scoring": "accuracy"}
+    study.optimize(TreeCVObjective(sgd(), SPACE, X, y, **kwargs), n_trials=1)
+    estimator, params = sgd(), SPACE
+    if change.get("X") == "other":
+        X = X + 1.0
+    if change.get("y") == "other":
+        y = 1 - y
+    if change.get("estimator") == "eta0":
+        estimator.set_params(eta0=0.5)
+    if change.get("estimator") == "class":
+        from sklearn.linear_model import Perceptron
+
+        estimator = Perceptron(max_iter=5, tol=None, random_state=0)
+    params = change.get("params", params)
+    for key in ("cv", "scoring", "report"):
+        if key in change:
+            kwargs[key] = change[key]
+    other = TreeCVObjective(estimator, params, X, y, **kwargs)
+    with pytest.raises(StudyIdentityError, match=match) as info:
+        study.optimize(other, n_trials=1)
+    assert "Start a new study instead (another study_name)" in str(info.value)
+    assert info.value.study_name == "iris"
+    # A new searched name also leaves the fixed parameters; else one change.
+    assert len(info.value.changes) == (2 if "l1_ratio" in str(change) else 1)
+    # Refused before sampling: the only new trial is the failed one.
+    assert [t.state for t in study.trials][1:] in ([], [TrialState.FAIL])
+    # A new study takes the new settings.
+    fresh = optuna.create_study(study_name="iris-2", direction="maximize")
+    fresh.optimize(other, n_trials=1)
+    assert fresh.trials[0].state == TrialState.COMPLETE
+
+
+def test_identity_values_are_stable_across_processes(data):
+    X, y = data
+
+    def scorer(estimator, X, y):
+        return estimator.score(X, y)
+
+    est = SGDClassifier(random_state=np.random.RandomState(0), max_iter=5)
+    objective = TreeCVObjective(est, lambda t: {}, X, y, cv=3, scoring=scorer)
+    identity = objective.check_study(optuna.create_study())
+    # No memory addresses: a RandomState instance is named by its type.
+    assert identity["treecv_learner_params"]["random_state"] == "RandomState object"
+    assert identity["treecv_search_space"].startswith("callable ")
+    assert identity["treecv_scoring"].endswith("scorer")
+    assert " at 0x" not in json.dumps(identity)

@@ -20,7 +20,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import scale
 from sklearn.svm import SVC
 
-from optuna_treecv import ArtifactWarmStartStore, TreeCVObjective
+from optuna_treecv import ArtifactWarmStartStore, StudyIdentityError, TreeCVObjective
 from optuna_treecv._warm_start import read_solutions, write_solutions
 from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore, alpha_seeded_cv
 
@@ -60,7 +60,7 @@ def test_trials_share_one_store_with_threads(data, estimator):
     trials = study.get_trials(states=(TrialState.COMPLETE,))
     assert len(trials) == len(Cs)
     for trial in trials:
-        attrs = trial.user_attrs
+        attrs = trial.user_attrs["cv"]
         assert {"warm_start_seed", "warm_start_hits", "warm_start_skips"} <= set(attrs)
         seed = attrs["warm_start_seed"]
         assert seed is None or isinstance(seed, float)
@@ -72,11 +72,12 @@ def test_trials_share_one_store_with_threads(data, estimator):
             seeding="none",
         )
         assert abs(trial.value - cold["test_score"].mean()) <= 0.02
-    assert sum(t.user_attrs["warm_start_hits"] for t in trials) >= 4 * (len(Cs) - 2)
-    assert sum(t.user_attrs["warm_start_skips"] for t in trials) > 0
+    hits = [t.user_attrs["cv"]["warm_start_hits"] for t in trials]
+    assert sum(hits) >= 4 * (len(Cs) - 2)
+    assert sum(t.user_attrs["cv"]["warm_start_skips"] for t in trials) > 0
     # A lookup may find a solution that loses to the previous fold's seed: the
     # trials count the seeds they used, the store every solution it served.
-    assert store.n_hits >= sum(t.user_attrs["warm_start_hits"] for t in trials)
+    assert store.n_hits >= sum(hits)
 
 
 def test_objective_bad_warm_start_store(data):
@@ -113,7 +114,7 @@ def test_artifact_store_shares_solutions_between_stores(data, tmp_path):
     study.enqueue_trial({"C": 16.0})
     study.optimize(objective, n_trials=1)
     assert second.n_loaded == 2 and second.n_rejected == 0
-    last = study.trials[-1].user_attrs
+    last = study.trials[-1].user_attrs["cv"]
     assert last["warm_start_hits"] > 0 and last["warm_start_seed"] == 4.0
     cold = alpha_seeded_cv(
         AlphaSeededSVC(C=16.0, gamma=0.05), X, y, cv=objective.fold_plan_
@@ -215,9 +216,14 @@ def test_changed_data_starts_cold(data, tmp_path):
         cv=objective.fold_plan_,
         warm_start_store=store,
     )
+    # The study itself refuses other data (its trials would not compare) ...
+    with pytest.raises(StudyIdentityError, match="the data"):
+        other.check_study(study)
+    # ... and the store, shared with a new study, starts its folds cold.
+    fresh = _study_with([2.0])
     with pytest.warns(UserWarning, match="fingerprint mismatch"):
-        study.optimize(other, n_trials=1)
-    attrs = study.trials[-1].user_attrs
+        fresh.optimize(other, n_trials=1)
+    attrs = fresh.trials[-1].user_attrs["cv"]
     assert attrs["warm_start_hits"] == 0 and attrs["warm_start_seed"] is None
 
 
@@ -276,8 +282,8 @@ def test_two_worker_processes_share_warm_starts(tmp_path):
     assert all("warm_start_artifact" in t.user_attrs for t in trials)
     # Every trial after the first had a seed (at least from the first worker).
     later = sorted(trials, key=lambda t: t.number)[1:]
-    assert all(t.user_attrs["warm_start_hits"] > 0 for t in later)
-    assert all(isinstance(t.user_attrs["warm_start_seed"], float) for t in later)
+    assert all(t.user_attrs["cv"]["warm_start_hits"] > 0 for t in later)
+    assert all(isinstance(t.user_attrs["cv"]["warm_start_seed"], float) for t in later)
 
 
 def test_forged_solutions_only_seed(data, tmp_path):
@@ -352,7 +358,7 @@ def test_standard_backend_fits_share_the_store(data):
         warnings.simplefilter("error")  # each fold is its own problem: no mismatch
         study.optimize(objective, n_trials=2)
     first, second = study.trials
-    assert first.user_attrs["backend"] == "standard"
+    assert first.user_attrs["cv"]["backend"] == "standard"
     # The standard backend hands the store to each fold's fit; the second trial's
     # four folds start from the first trial's solutions.
     assert store.n_hits == 4

@@ -11,7 +11,38 @@ import numpy as np
 
 from sklearn_ext._fast import _ssad
 
-__all__ = ["FeatureCache", "FEATURE_CACHE", "draw_weights", "random_features"]
+__all__ = [
+    "FeatureCache",
+    "FEATURE_CACHE",
+    "draw_weights",
+    "random_features",
+    "resolve_gamma",
+]
+
+
+def resolve_gamma(gamma, X) -> float:
+    """The RBF kernel width that ``gamma`` means for the rows ``X``.
+
+    As in scikit-learn's kernel estimators (:class:`sklearn.svm.SVC`):
+    ``"scale"`` is ``1 / (n_features * X.var())`` (1.0 when ``X`` is constant),
+    ``"auto"`` is ``1 / n_features``, and a number is taken as given.
+    ``X.var()`` is the variance of all entries of ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.anomaly._features import resolve_gamma
+    >>> X = np.array([[0.0, 2.0], [2.0, 0.0]])  # X.var() == 1
+    >>> resolve_gamma("scale", X), resolve_gamma("auto", X), resolve_gamma(0.3, X)
+    (0.5, 0.5, 0.3)
+    """
+    if isinstance(gamma, str):
+        n_features = X.shape[1]
+        if gamma == "auto":
+            return 1.0 / n_features
+        variance = float(X.var())
+        return 1.0 / (n_features * variance) if variance != 0 else 1.0
+    return float(gamma)
 
 
 def draw_weights(rng, n_features: int, n_components: int, gamma: float):

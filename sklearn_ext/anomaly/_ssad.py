@@ -8,11 +8,11 @@ import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ext._fast import _ssad
-from sklearn_ext.anomaly._features import cached_features, draw_weights
+from sklearn_ext.anomaly._features import cached_features, draw_weights, resolve_gamma
 
 __all__ = ["SemiSupervisedAnomalyDetector", "auroc", "training_labels"]
 
@@ -157,10 +157,20 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
     kappa : float, default=1.0
         Weight of the margin :math:`\gamma_m` (:math:`\kappa`). Must be
         non-negative; 0 keeps the margin at 0.
-    gamma : float, default=1.0
-        Width of the RBF kernel ``exp(-gamma ||x - x'||^2)``. Must be positive.
-    n_components : int, default=100
-        Number of random Fourier features.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Width of the RBF kernel ``exp(-gamma ||x - x'||^2)``, as in
+        :class:`sklearn.svm.OneClassSVM`: ``"scale"`` uses
+        ``1 / (n_features * X.var())`` of the training rows, ``"auto"`` uses
+        ``1 / n_features``, a float must be positive. :meth:`fit` resolves it
+        from the rows it is given, :meth:`partial_fit` from the rows of its
+        first call; the value is ``gamma_``. TreeCV's native tree resolves
+        ``"scale"`` once from all rows of the CV run, the rows a final ``fit``
+        resolves it from (see the native tree backend and ``docs/anomaly.md``).
+    n_components : int, default=200
+        Number of random Fourier features. The default was chosen by
+        measuring detection quality against cost (``docs/anomaly.md``): with
+        fewer features the AUROC depends more on ``random_state``; training
+        and scoring time grow linearly with it.
     max_iter : int, default=1
         Passes over the data in :meth:`fit`; :meth:`partial_fit` makes one.
         With the defaults (``max_iter=1, shuffle=False``) :meth:`fit` is one
@@ -172,7 +182,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         Seed of the random features and of the shuffling. With an int, the
         features of the rows passed to :meth:`fit` and :meth:`partial_fit` are
         kept in a bounded in-process cache (256 MiB, least recently used out)
-        keyed by a digest of ``X`` and ``(gamma, n_components, random_state)``,
+        keyed by a digest of ``X`` and ``(gamma_, n_components, random_state)``,
         so fits that differ only in ``eta_u``, ``eta_l`` or ``kappa`` (or
         standard CV feeding the same chunk to several folds) compute them once.
     cache : "memory", PrefixCache or None, default=None
@@ -190,8 +200,10 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         The threshold ``rho``: ``decision_function = score_samples - offset_``.
     margin_ : float
         The margin :math:`\gamma_m`.
+    gamma_ : float
+        The kernel width used, ``gamma`` resolved from the training rows.
     random_weights_ : ndarray of shape (`n_features_in_`, n_components)
-        Random projection directions, ``N(0, 2 * gamma)``.
+        Random projection directions, ``N(0, 2 * gamma_)``.
     random_offset_ : ndarray of shape (n_components,)
         Random phases, uniform on ``[0, 2 pi)``.
     t_ : float
@@ -234,7 +246,10 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         "eta_u": [Interval(Real, 0, None, closed="neither")],
         "eta_l": [Interval(Real, 0, None, closed="left")],
         "kappa": [Interval(Real, 0, None, closed="left")],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [
+            StrOptions({"scale", "auto"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "shuffle": ["boolean"],
@@ -247,9 +262,9 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         eta_u=1.0,
         eta_l=1.0,
         kappa=1.0,
-        gamma=1.0,
+        gamma="scale",
         *,
-        n_components=100,
+        n_components=200,
         max_iter=1,
         shuffle=False,
         random_state=None,
@@ -274,10 +289,12 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
             self, X, reset=reset, dtype=np.float64, order="C", ensure_min_samples=1
         )
 
-    def _draw_features(self, n_features: int, rng=None) -> None:
+    def _draw_features(self, X, rng=None) -> None:
+        """Resolve ``gamma`` from the rows ``X`` and draw the random features."""
         rng = check_random_state(self.random_state) if rng is None else rng
+        self.gamma_ = resolve_gamma(self.gamma, X)
         self.random_weights_, self.random_offset_ = draw_weights(
-            rng, n_features, int(self.n_components), float(self.gamma)
+            rng, X.shape[1], int(self.n_components), self.gamma_
         )
 
     def _features(self, X, cached: bool = False) -> np.ndarray:
@@ -286,7 +303,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
                 X,
                 self.random_weights_,
                 self.random_offset_,
-                self.gamma,
+                self.gamma_,
                 self.n_components,
                 self.random_state,
             )
@@ -364,7 +381,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         X = self._validate_X(X, reset=True)
         y_train = training_labels(y, labeled, X.shape[0], type(self).__name__)
         rng = check_random_state(self.random_state)
-        self._draw_features(X.shape[1], rng)
+        self._draw_features(X, rng)
         phi = self._features(X, cached=True)
         self._state = _ssad.new_state(int(self.n_components))
         rows = np.arange(X.shape[0], dtype=np.intp)
@@ -383,8 +400,8 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
     def partial_fit(self, X, y=None, labeled=None):
         """Update the detector with one pass over the rows, in the given order.
 
-        The first call draws the random features (from ``random_state``);
-        later calls keep them.
+        The first call resolves ``gamma`` from its rows and draws the random
+        features (from ``random_state``); later calls keep them.
 
         Parameters
         ----------
@@ -407,7 +424,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         X = self._validate_X(X, reset=first_call)
         y_train = training_labels(y, labeled, X.shape[0], type(self).__name__)
         if first_call:
-            self._draw_features(X.shape[1])
+            self._draw_features(X)
             self._state = _ssad.new_state(int(self.n_components))
         phi = self._features(X, cached=True)
         self._feed(phi, y_train, np.arange(X.shape[0], dtype=np.intp))
