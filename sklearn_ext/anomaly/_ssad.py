@@ -317,12 +317,8 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         return random_features(X, self.random_weights_, self.random_offset_)
 
     def _feed(self, phi, y_train, rows) -> None:
-        _ssad.feed(
-            self._state,
-            *self._kernel_args(),
-            phi,
-            y_train,
-            np.ascontiguousarray(rows, dtype=np.intp),
+        _ssad.SSADModel(*self._kernel_args(), phi, y_train).feed_rows(
+            self._state, np.ascontiguousarray(rows, dtype=np.intp)
         )
 
     def _resolve_cache(self):
@@ -567,6 +563,12 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         )
 
     # -- TreeCV hooks ----------------------------------------------------------------
+    def _native_model(self, task):
+        """The kernel on a CV task's data, for the native tree (see ``_backend``)."""
+        from sklearn_ext.anomaly._backend import native_model
+
+        return native_model(self, task)
+
     def _treecv_snapshot(self) -> dict:
         """The fitted state (for the Python TreeCV engine's snapshot/restore)."""
         return {
