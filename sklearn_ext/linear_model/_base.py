@@ -110,6 +110,11 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             y_numeric=not isinstance(self, ClassifierMixin),
         )
+        self._check_data_scale(X)
+        return X, y
+
+    def _check_data_scale(self, X) -> None:
+        """Raise if the kernel's squared row norms of ``X`` would overflow."""
         scale = _data_scale(X)
         if scale > np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1)):
             # The kernel's squared row norms would overflow: no step applies.
@@ -119,7 +124,6 @@ class BaseNativeSGD(BaseEstimator):
                 f"float64, so no step ({self._step_size()}) can be taken. Scale "
                 "the input data, e.g. with StandardScaler or MinMaxScaler."
             )
-        return X, y
 
     def _init_state(self, n_features: int) -> None:
         self._state = _sgd.new_state(self._n_models(), n_features, self._average)
@@ -306,6 +310,7 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             input_name="X",
         )
+        self._check_data_scale(X)
         y = self._native_targets(task.y, task.classes)
         unknown = sorted(set(task.fit_params) - {"sample_weight"})
         if unknown:
@@ -326,6 +331,7 @@ class BaseNativeSGD(BaseEstimator):
                 estimator.classes_ = classes
             estimator.n_features_in_ = n_features
             estimator._state = state
+            estimator._check_finite_state(X)
             estimator.n_iter_ = 1
             estimator._sync_attributes()
             return estimator
