@@ -197,7 +197,10 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         ``cv=TreeCVSplitter(k)``): with ``shuffle=False`` the first pass of
         :meth:`fit` feeds the rows in the given order in batches of 1024 and
         resumes from the longest prefix found in the cache; the model is the
-        same as without it. Ignored when ``shuffle=True``.
+        same as without it. Ignored when ``shuffle=True``. With
+        ``gamma="scale"`` each fit resolves its kernel width from its own rows,
+        so the folds of a search share no prefix: pass a number (e.g. the
+        ``gamma_`` of a fit on all rows) to share them.
 
     Attributes
     ----------
