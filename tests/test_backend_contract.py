@@ -25,7 +25,6 @@ from sklearn_ext.model_selection import (
     ExactStatisticsBackend,
     FoldPlan,
     LeafTable,
-    NativeSSADTreeBackend,
     NativeTreeBackend,
     PythonTreeBackend,
     StandardBackend,
@@ -76,7 +75,7 @@ CASES = [
     ),
     (
         "native_tree_ssad",
-        NativeSSADTreeBackend(),
+        NativeTreeBackend(),
         lambda: SemiSupervisedAnomalyDetector(
             n_components=20, gamma=0.2, random_state=0
         ),

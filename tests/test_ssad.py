@@ -17,10 +17,9 @@ from sklearn_ext import (
     tree_cross_validate,
 )
 from sklearn_ext._fast import _ssad
-from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.anomaly._features import FEATURE_CACHE
 from sklearn_ext.anomaly._ssad import auroc
-from sklearn_ext.model_selection import choose_backend
+from sklearn_ext.model_selection import NativeTreeBackend, choose_backend
 from sklearn_ext.model_selection._backends import PythonTreeBackend
 
 SSAD = SemiSupervisedAnomalyDetector
@@ -253,6 +252,23 @@ def test_prefix_cache_gives_the_same_model():
     assert_array_equal(again.coef_, reference.coef_)
 
 
+def test_prefix_cache_never_mixes_kernel_widths_of_gamma_scale():
+    from sklearn_ext import PrefixCache
+
+    # Each fit resolves "scale" from its own rows: a fit on a prefix of the rows
+    # has another kernel, so it must start cold (and give the uncached model).
+    X, y, labeled = _data(n_normal=1500, n_anomalies=100)
+    cache = PrefixCache()
+    first = _detector(gamma="scale", cache=cache).fit(X, y, labeled=labeled)
+    again = _detector(gamma="scale", cache=cache).fit(
+        X[:1200], y[:1200], labeled=labeled[:1200]
+    )
+    reference = _detector(gamma="scale").fit(X[:1200], y[:1200], labeled=labeled[:1200])
+    assert again.gamma_ != first.gamma_
+    assert cache.hits == 0
+    assert_array_equal(again.coef_, reference.coef_)
+
+
 # -- bad input ----------------------------------------------------------------------
 @pytest.mark.parametrize(
     "bad_y, shown",
@@ -363,7 +379,7 @@ def test_feature_count_must_match():
 # -- cross-validation ---------------------------------------------------------------
 def test_native_backend_is_chosen():
     assert choose_backend(_detector()).name == "native_tree"
-    assert isinstance(choose_backend(_detector()), NativeSSADTreeBackend)
+    assert isinstance(choose_backend(_detector()), NativeTreeBackend)
     assert choose_backend(_detector(), "standard").name == "standard"
 
 
@@ -497,7 +513,21 @@ def test_fold_without_anomalies_raises(engine):
     order = np.argsort(y, kind="stable")  # Anomalies first: later folds lack them.
     method = PythonTreeBackend() if engine == "python" else "auto"
     with pytest.raises(ValueError, match=r"both classes \(\+1 and -1\) in y"):
-        tree_cross_validate(_detector(), X[order], y[order], cv=KFold(5), method=method)
+        tree_cross_validate(
+            _detector(),
+            X[order],
+            y[order],
+            cv=KFold(5),
+            method=method,
+            error_score="raise",
+        )
+    if engine == "python":
+        # As cross_validate: by default the fold is scored nan, with a warning.
+        with pytest.warns(UserWarning, match="Scoring failed"):
+            result = tree_cross_validate(
+                _detector(), X[order], y[order], cv=KFold(5), method=method
+            )
+        assert np.isnan(result["test_score"]).any()
 
 
 def test_labeled_mask_routed_through_tree_cross_validate():

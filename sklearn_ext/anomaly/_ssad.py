@@ -13,6 +13,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import cached_features, draw_weights, resolve_gamma
+from sklearn_ext.utils._prefix_cache import (
+    PrefixCache,
+    batches,
+    prefix_keys,
+    resolve_cache,
+    resume_from_prefix,
+)
 
 __all__ = ["SemiSupervisedAnomalyDetector", "auroc", "training_labels"]
 
@@ -190,7 +197,10 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         ``cv=TreeCVSplitter(k)``): with ``shuffle=False`` the first pass of
         :meth:`fit` feeds the rows in the given order in batches of 1024 and
         resumes from the longest prefix found in the cache; the model is the
-        same as without it. Ignored when ``shuffle=True``.
+        same as without it. Ignored when ``shuffle=True``. With
+        ``gamma="scale"`` each fit resolves its kernel width from its own rows,
+        so the folds of a search share no prefix: pass a number (e.g. the
+        ``gamma_`` of a fit on all rows) to share them.
 
     Attributes
     ----------
@@ -233,13 +243,15 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
     >>> X = np.r_[rng.normal(size=(200, 2)), rng.uniform(-6, 6, size=(20, 2))]
     >>> y = np.r_[np.ones(200), -np.ones(20)]
     >>> labeled = rng.rand(len(y)) < 0.2  # reveal 20 % of the labels
-    >>> ssad = SemiSupervisedAnomalyDetector(eta_u=10, eta_l=10, gamma=0.5,
-    ...                                      random_state=0)
+    >>> ssad = SemiSupervisedAnomalyDetector(eta_u=10, eta_l=10, random_state=0)
     >>> ssad = ssad.fit(X, y, labeled=labeled)
+    >>> bool(ssad.gamma_ == 1 / (2 * X.var()))  # gamma="scale"
+    True
     >>> ssad.score(X, y) > 0.9  # AUROC with all true labels
     True
-    >>> ssad.predict([[0.0, 0.0], [6.0, 6.0]])
-    array([ 1, -1])
+    >>> normal, far = ssad.decision_function([[0.0, 0.0], [6.0, 6.0]])
+    >>> bool(normal > far)  # the centre of the data is more normal
+    True
     """
 
     _parameter_constraints: dict = {
@@ -254,7 +266,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
-        "cache": "no_validation",  # checked in fit (model_selection imports us)
+        "cache": [StrOptions({"memory"}), PrefixCache, None],
     }
 
     def __init__(
@@ -312,27 +324,15 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         return random_features(X, self.random_weights_, self.random_offset_)
 
     def _feed(self, phi, y_train, rows) -> None:
-        _ssad.feed(
-            self._state,
-            *self._kernel_args(),
-            phi,
-            y_train,
-            np.ascontiguousarray(rows, dtype=np.intp),
+        _ssad.SSADModel(*self._kernel_args(), phi, y_train).feed_rows(
+            self._state, np.ascontiguousarray(rows, dtype=np.intp)
         )
 
     def _resolve_cache(self):
-        from sklearn_ext.model_selection._prefix_cache import resolve_cache
-
         return resolve_cache(self.cache, type(self).__name__)
 
     def _first_epoch_from_prefix(self, cache, X, phi, y_train) -> None:
         """One ordered pass, resumed from the longest cached prefix."""
-        from sklearn_ext.model_selection._prefix_cache import (
-            batches,
-            prefix_keys,
-            resume_from_prefix,
-        )
-
         row_batches = batches(X.shape[0], _PREFIX_BATCH_SIZE)
         params = {k: v for k, v in self.get_params().items() if k != "cache"}
         root = joblib.hash(
@@ -562,6 +562,12 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         )
 
     # -- TreeCV hooks ----------------------------------------------------------------
+    def _native_model(self, task):
+        """The kernel on a CV task's data, for the native tree (see ``_backend``)."""
+        from sklearn_ext.anomaly._backend import native_model
+
+        return native_model(self, task)
+
     def _treecv_snapshot(self) -> dict:
         """The fitted state (for the Python TreeCV engine's snapshot/restore)."""
         return {

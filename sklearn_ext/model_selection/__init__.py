@@ -1,11 +1,11 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches.
 
-The engines (``NativeTreeBackend``, ``NativeSSADTreeBackend``,
-``ExactStatisticsBackend``) are loaded on first access, so importing this
-package imports none of the learner packages.
+Importing this package imports none of the learner packages: the native tree
+(``NativeTreeBackend``) asks each estimator for its kernel, the SVM's
+alpha-seeding backend is found by name on first use, and the exact statistics
+backend (``ExactStatisticsBackend``) names the scikit-learn learners it runs
+without importing them.
 """
-
-import importlib
 
 from sklearn_ext.model_selection._backends import (
     Backend,
@@ -17,20 +17,23 @@ from sklearn_ext.model_selection._backends import (
 )
 from sklearn_ext.model_selection._choice import TreeCVFallbackWarning, choose_backend
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
+from sklearn_ext.model_selection._exact import (
+    ExactStatisticsBackend,
+    StatisticsCache,
+    exact_learners,
+)
+from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.model_selection._plan import FoldPlan
-from sklearn_ext.model_selection._prefix_cache import PrefixCache
 from sklearn_ext.model_selection._refit import one_standard_error_rule
+from sklearn_ext.model_selection._regime import (
+    TreeCVRegimeWarning,
+    fit_is_one_pass,
+    one_pass_estimator,
+)
 from sklearn_ext.model_selection._search import TreeCVSearchCV
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.model_selection._validation import tree_cross_validate
-
-_ENGINES = {
-    "ExactStatisticsBackend": "sklearn_ext.model_selection._exact",
-    "StatisticsCache": "sklearn_ext.model_selection._exact",
-    "exact_learners": "sklearn_ext.model_selection._exact",
-    "NativeSSADTreeBackend": "sklearn_ext.anomaly._backend",
-    "NativeTreeBackend": "sklearn_ext.model_selection._native",
-}
+from sklearn_ext.utils._prefix_cache import PrefixCache
 
 __all__ = [
     "Backend",
@@ -39,7 +42,6 @@ __all__ = [
     "FoldPlan",
     "LeafResult",
     "LeafTable",
-    "NativeSSADTreeBackend",
     "NativeTreeBackend",
     "PrefixCache",
     "PythonTreeBackend",
@@ -48,20 +50,13 @@ __all__ = [
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
     "TreeCVFallbackWarning",
+    "TreeCVRegimeWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",
     "exact_learners",
+    "fit_is_one_pass",
+    "one_pass_estimator",
     "one_standard_error_rule",
     "tree_cross_validate",
 ]
-
-
-def __getattr__(name):
-    if name in _ENGINES:
-        return getattr(importlib.import_module(_ENGINES[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__

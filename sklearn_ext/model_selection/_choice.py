@@ -34,10 +34,7 @@ METHODS = ("auto", "exact", "treecv", "standard", "alpha_seeding")
 _ENGINES = {
     "exact": ("sklearn_ext.model_selection._exact:ExactStatisticsBackend",),
     "alpha_seeding": ("sklearn_ext.svm._backend:AlphaSeedingBackend",),
-    "treecv": (
-        "sklearn_ext.anomaly._backend:NativeSSADTreeBackend",
-        "sklearn_ext.model_selection._native:NativeTreeBackend",
-    ),
+    "treecv": ("sklearn_ext.model_selection._native:NativeTreeBackend",),
 }
 
 

@@ -15,7 +15,11 @@ from sklearn.utils.multiclass import (
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_ext.svm._kernel_store import KernelStore, kernel_matrix
+from sklearn_ext.svm._kernel_store import (
+    KernelStore,
+    kernel_matrix,
+    resolve_kernel_dtype,
+)
 from sklearn_ext.svm._solver import (
     PairProblem,
     pair_rows,
@@ -27,6 +31,7 @@ from sklearn_ext.svm._warm_start import (
     StoredSolution,
     data_fingerprint,
     kernel_fingerprint,
+    kernel_key,
     rows_fingerprint,
     seed_from_store,
 )
@@ -66,9 +71,13 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         Whether to use LIBSVM's shrinking heuristic.
     tol : float, default=1e-3
         Stopping tolerance on the maximal KKT violation.
-    cache_size : float, default=200
+    cache_size : float or "auto", default="auto"
         Kernel store budget in megabytes: the full kernel matrix is kept when it
-        fits, an LRU cache of columns otherwise.
+        fits, an LRU cache of columns otherwise. ``"auto"`` (the fast path,
+        nothing to tune) gives the store half the memory this process may use,
+        so the whole matrix is kept whenever it fits. ``SVC``'s default of 200
+        MB makes an 8,000-row problem fall back to columns; an ``SVC`` taken
+        over with ``cache_size=200`` gets ``"auto"``.
     class_weight : dict or "balanced", default=None
         Sets ``C`` of class ``i`` to ``class_weight[i] * C``.
     max_iter : int, default=-1
@@ -80,11 +89,13 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         Start the next :meth:`fit` on data of the same size from this fit's
         alphas.
-    kernel_dtype : {"float64", "float32"}, default="float64"
+    kernel_dtype : {"auto", "float64", "float32"}, default="auto"
         Precision of the stored kernel matrix. ``"float32"`` halves its memory,
         so a matrix twice as large fits in ``cache_size``; the solver still
         accumulates its gradient in float64, and the solution differs from the
-        float64 one only by the rounding of the kernel values.
+        float64 one only by the rounding of the kernel values. ``"auto"`` keeps
+        float64 when the full matrix fits the budget in float64, float32 when it
+        fits only in float32, and float64 columns otherwise.
     warm_start_store : WarmStartStore or None, default=None
         A :class:`~sklearn_ext.svm.WarmStartStore` shared by fits at other
         values of ``C`` (and by the ``alpha_seeding`` CV backend, fold by fold):
@@ -149,12 +160,15 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         "coef0": [Interval(Real, None, None, closed="neither")],
         "shrinking": ["boolean"],
         "tol": [Interval(Real, 0.0, None, closed="neither")],
-        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "cache_size": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "max_iter": [Interval(Integral, -1, None, closed="left")],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "warm_start": ["boolean"],
-        "kernel_dtype": [StrOptions({"float64", "float32"})],
+        "kernel_dtype": [StrOptions({"auto", "float64", "float32"})],
         "warm_start_store": [HasMethods(["lookup", "put", "kernel_store"]), None],
     }
 
@@ -168,12 +182,12 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         coef0=0.0,
         shrinking=True,
         tol=1e-3,
-        cache_size=200,
+        cache_size="auto",
         class_weight=None,
         max_iter=-1,
         decision_function_shape="ovr",
         warm_start=False,
-        kernel_dtype="float64",
+        kernel_dtype="auto",
         warm_start_store=None,
     ):
         self.C = C
@@ -283,17 +297,19 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             self.degree,
             self.coef0,
             self.cache_size,
-            dtype=np.dtype(self.kernel_dtype),
+            dtype=resolve_kernel_dtype(self.kernel_dtype, self.cache_size, X.shape[0]),
         )
 
     def _resolve_gamma(self, X) -> float:
         if isinstance(self.gamma, str):
             if self.gamma == "auto":
                 return 1.0 / X.shape[1]
-            if sp.issparse(X):
-                var = X.multiply(X).mean() - X.mean() ** 2
-            else:
-                var = X.var()
+            with np.errstate(over="ignore", invalid="ignore"):
+                # Huge values give var=inf; the kernel check then refuses them.
+                if sp.issparse(X):
+                    var = X.multiply(X).mean() - X.mean() ** 2
+                else:
+                    var = X.var()
             return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
         return float(self.gamma)
 
@@ -306,6 +322,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if self.class_weight is None:
             weights = np.ones(n_classes)
         elif isinstance(self.class_weight, dict):
+            _check_class_weight(self.class_weight, type(self).__name__)
             weights = np.array(
                 [self.class_weight.get(c, 1.0) for c in classes], dtype=float
             )
@@ -394,6 +411,14 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             self.dual_coef_ = dual
             self.intercept_ = -self._rho
         self.fit_status_ = 0 if all(p.converged for p in problems) else 1
+        if not (
+            np.all(np.isfinite(self.dual_coef_)) and np.all(np.isfinite(self._rho))
+        ):
+            # SVC's own check and words (sklearn/svm/_base.py).
+            raise ValueError(
+                "The dual coefficients or intercepts are not finite. The input "
+                "data may contain large values and need to be preprocessed."
+            )
 
     # -- prediction ----------------------------------------------------------------
     def _kernel_to_support(self, X):
@@ -489,6 +514,21 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         return tags
 
 
+def _check_class_weight(class_weight: dict, owner: str) -> None:
+    """Class weights scale ``C``: each must be a positive finite number."""
+    for value in class_weight.values():
+        if (
+            not isinstance(value, Real)
+            or isinstance(value, bool)
+            or not np.isfinite(value)
+            or not value > 0
+        ):
+            raise ValueError(
+                f"The 'class_weight' parameter of {owner} must map each class to "
+                f"a float in the range (0, inf). Got {class_weight!r} instead."
+            )
+
+
 def _pairs(n_classes: int):
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
 
@@ -500,23 +540,40 @@ class _StoreKeys:
         self.model = model
         self.store = model.warm_start_store
         self.C = float(model.C)
+        self.tol = float(model.tol)
+        # A callable kernel without a declared key cannot be told apart from
+        # another one: its solutions only seed and its matrix is never kept.
+        self.exact = kernel_key(model.kernel) is not None
         if self.store is None:
             return
         self.data = data_fingerprint(X, y)
         self.kernel = kernel_fingerprint(
-            model.kernel, gamma, model.degree, model.coef0, model.class_weight
+            model.kernel,
+            gamma,
+            model.degree,
+            model.coef0,
+            model.class_weight,
+            resolve_kernel_dtype(model.kernel_dtype, model.cache_size, X.shape[0]),
         )
 
     def kernel_store(self, X, gamma) -> KernelStore:
         model = self.model
         if self.store is None:
             return model._kernel_store(X, gamma)
-        key = (
-            self.data,
-            kernel_fingerprint(model.kernel, gamma, model.degree, model.coef0, None),
-            float(model.cache_size),
-            str(model.kernel_dtype),
-        )
+        key = None
+        if self.exact:
+            key = (
+                self.data,
+                kernel_fingerprint(
+                    model.kernel, gamma, model.degree, model.coef0, None
+                ),
+                str(model.cache_size),
+                str(
+                    resolve_kernel_dtype(
+                        model.kernel_dtype, model.cache_size, X.shape[0]
+                    )
+                ),
+            )
         return self.store.kernel_store(key, lambda: model._kernel_store(X, gamma))
 
     def slot(self, rows, a, b) -> tuple:
@@ -529,7 +586,9 @@ class _StoreKeys:
         """``(StoredSolution, skip)`` to start from, or ``None``."""
         if self.store is None:
             return None
-        found = self.store.lookup(self.slot(rows, a, b), self.data, self.C)
+        found = self.store.lookup(
+            self.slot(rows, a, b), self.data, self.C, tol=self.tol
+        )
         if found is not None and found[0].alpha.shape != (n_variables,):
             # Only a foreign file can get here (the key hashes the rows).
             return None
@@ -567,6 +626,8 @@ class _StoreKeys:
             self.store.put(
                 self.slot(rows, problem.first, problem.second),
                 self.data,
-                StoredSolution.from_problem(self.C, problem),
+                StoredSolution.from_problem(
+                    self.C, problem, tol=self.tol, trusted=self.exact
+                ),
             )
         return found

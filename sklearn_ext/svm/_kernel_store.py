@@ -2,18 +2,71 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from sklearn_ext._fast._smo import KernelColumns, gather_block
 
-__all__ = ["KernelStore", "kernel_matrix"]
+__all__ = ["KernelStore", "kernel_budget", "kernel_matrix", "resolve_kernel_dtype"]
+
+#: Share of the machine's memory that ``cache_size="auto"`` gives the kernel store.
+AUTO_MEMORY_FRACTION = 0.5
 
 _BLOCK_ROWS = 1024
 # Sparse operands up to this many cells are densified: one dense GEMM beats a
 # sparse product whose result is dense anyway.
 _DENSIFY_CELLS = 2**25
+
+
+def _memory_bytes() -> float:
+    """Memory this process may use: the machine's, or its cgroup's limit if lower."""
+    try:
+        total = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        total = 8.0 * 2**30
+    for path in (
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ):
+        try:
+            with open(path) as file:
+                limit = file.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, float(limit))
+    return total
+
+
+def kernel_budget(cache_size) -> float:
+    """The kernel store's memory budget in bytes for a ``cache_size`` setting.
+
+    ``"auto"`` is :data:`AUTO_MEMORY_FRACTION` of the memory this process may
+    use, so that the whole kernel matrix is kept whenever it fits in memory
+    (the fast path) and bounded columns are used otherwise; a number is
+    megabytes, as ``SVC``'s ``cache_size``.
+    """
+    if isinstance(cache_size, str) and cache_size == "auto":
+        return AUTO_MEMORY_FRACTION * _memory_bytes()
+    return float(cache_size) * 2**20
+
+
+def resolve_kernel_dtype(kernel_dtype, cache_size, n_samples: int) -> np.dtype:
+    """The precision of the stored matrix: ``"auto"`` picks it from the budget.
+
+    float64 when the ``n_samples x n_samples`` matrix fits the budget in
+    float64, float32 when it fits only in float32, float64 columns otherwise.
+    """
+    if not (isinstance(kernel_dtype, str) and kernel_dtype == "auto"):
+        return np.dtype(kernel_dtype)
+    budget = kernel_budget(cache_size)
+    cells = float(n_samples) * float(n_samples)
+    if 8.0 * cells > budget and 4.0 * cells <= budget:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
 
 
 def _row_norms_sq(X) -> np.ndarray:
@@ -75,10 +128,23 @@ def kernel_matrix(
     return np.exp(dot, out=dot)
 
 
+def check_finite_kernel(values) -> None:
+    """Raise the error :class:`sklearn.svm.SVC` gives for overflowing kernels."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            "The kernel values are not finite (NaN or infinity). The input data "
+            "may contain large values and need to be preprocessed."
+        )
+
+
 def _densify(X):
     if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSIFY_CELLS:
         return X.toarray()
     return X
+
+
+def _n_rows(X, rows: slice) -> int:
+    return len(range(*rows.indices(X.shape[0])))
 
 
 class KernelStore:
@@ -87,7 +153,11 @@ class KernelStore:
     Entries are addressed by global sample index, so a fold's training set is an
     index array into the store. The full matrix is kept when it fits in
     ``cache_size`` megabytes, built block by block with GEMM; otherwise an LRU
-    cache of full-length float64 columns computed on demand. With
+    cache of full-length float64 columns computed on demand. A callable kernel
+    is held to the same budget: it is called on blocks of rows to build the
+    matrix that fits, or on one row per column otherwise. Kernel values that
+    are not finite (data with huge values) raise a ``ValueError`` instead of
+    giving a model. With
     ``dtype=np.float32`` the full matrix takes half the memory (so a matrix
     twice as large fits the budget); the solver then reads float64 copies of
     the columns it uses from a small LRU cache (at least 64 columns, beyond the
@@ -102,8 +172,9 @@ class KernelStore:
         or a callable.
     gamma, degree, coef0 : float
         Kernel parameters.
-    cache_size : float
-        Memory budget in megabytes.
+    cache_size : float or "auto"
+        Memory budget in megabytes; ``"auto"`` is half the memory this process
+        may use (see :func:`kernel_budget`).
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Precision of the stored matrix.
 
@@ -145,7 +216,7 @@ class KernelStore:
             )
         n = X.shape[0]
         self.n_samples = n
-        budget = float(cache_size) * 2**20
+        budget = kernel_budget(cache_size)
         if kernel == "precomputed":
             self.X = None
             self._set_dense(np.ascontiguousarray(X, dtype=self.dtype), budget)
@@ -154,22 +225,27 @@ class KernelStore:
         if isinstance(self.X, np.ndarray):
             self.X = np.ascontiguousarray(self.X, dtype=np.float64)
         self._sq = None if callable(kernel) else _row_norms_sq(self.X)
-        if callable(kernel) or self.dtype.itemsize * n * n <= budget:
+        if self.dtype.itemsize * n * n <= budget:
             K = np.empty((n, n), dtype=self.dtype)
             buffer = None
             for start in range(0, n, _BLOCK_ROWS):
                 stop = min(start + _BLOCK_ROWS, n)
                 if self.dtype == np.float64:
                     self._block(slice(start, stop), out=K[start:stop])
-                    continue
-                if buffer is None or buffer.shape[0] != stop - start:
-                    buffer = np.empty((stop - start, n))
-                K[start:stop] = self._block(slice(start, stop), out=buffer)
+                else:
+                    if buffer is None or buffer.shape[0] != stop - start:
+                        buffer = np.empty((stop - start, n))
+                    block = self._block(slice(start, stop), out=buffer)
+                    with np.errstate(over="ignore"):
+                        K[start:stop] = block
+                # After the cast: a float64 value may overflow float32.
+                check_finite_kernel(K[start:stop])
             self._set_dense(K, budget)
         else:
             n_slots = max(2, int(budget // (8.0 * n)))
             self.columns = KernelColumns(n, compute=self._column, n_slots=n_slots)
             self.diag = self._diagonal()
+            check_finite_kernel(self.diag)
             self.is_dense = False
 
     def _set_dense(self, K, budget) -> None:
@@ -191,8 +267,19 @@ class KernelStore:
         return int(sum(a.nbytes for a in held if a is not None))
 
     def _block(self, rows, out=None) -> np.ndarray:
+        # Overflow is reported by check_finite_kernel, with advice.
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._block_values(rows, out)
+
+    def _block_values(self, rows, out=None) -> np.ndarray:
         if callable(self.kernel):
             block = kernel_matrix(self.X[rows], self.X, self.kernel, 0, 0, 0)
+            expected = (_n_rows(self.X, rows), self.n_samples)
+            if block.shape != expected:
+                raise ValueError(
+                    "The callable kernel must return a matrix of shape (n_X, "
+                    f"n_Y); it returned {block.shape} for {expected}."
+                )
             if out is None:
                 return block
             out[...] = block
@@ -209,9 +296,19 @@ class KernelStore:
         )
 
     def _column(self, g: int) -> np.ndarray:
-        return self._block(slice(g, g + 1))[0]
+        column = self._block(slice(g, g + 1))[0]
+        check_finite_kernel(column)
+        return column
 
     def _diagonal(self) -> np.ndarray:
+        if callable(self.kernel):
+            # Diagonals of blocks on the diagonal: _BLOCK_ROWS**2 values at once.
+            diag = np.empty(self.n_samples)
+            for start in range(0, self.n_samples, _BLOCK_ROWS):
+                rows = slice(start, min(start + _BLOCK_ROWS, self.n_samples))
+                block = kernel_matrix(self.X[rows], self.X[rows], self.kernel, 0, 0, 0)
+                diag[rows] = np.diag(block)
+            return diag
         sq = self._sq
         if self.kernel == "rbf":
             return np.ones(self.n_samples)
