@@ -280,6 +280,11 @@ class Backend(ABC):
     #: ``None`` (per fold only).
     extras: ClassVar[dict[str, str | None]] = {}
 
+    #: Whether the backend trains each fold on the plan's own training rows
+    #: (``plan.train_indices``) when a splitter's are not the complement of its
+    #: test fold; the others are refused such plans (``check_training_rows``).
+    own_training_rows: ClassVar[bool] = False
+
     #: The store handed to the estimator's ``warm_start_store`` (see
     #: :meth:`with_store`), or None.
     store = None
@@ -489,10 +494,12 @@ class StandardBackend(Backend):
 
     An estimator with ``partial_fit`` is fed each fold's training rows in the
     plan's order, update by update, exactly as the tree feeds them; any other
-    estimator is fit with ``fit`` on the fold's training rows.
+    estimator is fit with ``fit`` on the fold's training rows. A splitter's own
+    training rows (a purged K-fold's) are honoured as given.
     """
 
     name = "standard"
+    own_training_rows = True
 
     @classmethod
     def accepts(cls, estimator) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from numbers import Integral
 from typing import Any
 
@@ -15,6 +15,7 @@ from sklearn.base import (
     is_regressor,
 )
 from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import type_of_target
@@ -28,7 +29,11 @@ from sklearn_ext.model_selection._backends import (
     accepts_classes,
 )
 from sklearn_ext.model_selection._choice import METHODS, choose_backend
-from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed
+from sklearn_ext.model_selection._plan import (
+    FoldPlan,
+    _draw_seed,
+    check_training_rows,
+)
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.utils._param_validation import validate_params
 
@@ -203,6 +208,7 @@ def tree_cross_validate(
         order=order,
         random_state=random_state,
     )
+    check_training_rows(plan, backend)
     task = CVTask(
         estimator=estimator,
         X=X,
@@ -269,6 +275,12 @@ def make_fold_plan(
         if stratify and np.min(np.unique(y, return_counts=True)[1]) < cv:
             stratify = False  # StratifiedKFold cannot fill every chunk with a class.
         cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
+    elif (
+        isinstance(cv, Iterable)
+        and not isinstance(cv, str)
+        and not hasattr(cv, "split")
+    ):
+        cv = check_cv(cv)  # (train, test) pairs, as scikit-learn takes them
     elif not hasattr(cv, "split") or isinstance(cv, str):
         raise ValueError(
             "The 'cv' parameter must be an int in the range [2, n_samples], a "
@@ -312,6 +324,7 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
             return _named(_mean_score_samples)
     try:
         scorer = check_scoring(estimator, scoring)
+        _check_response_methods(estimator, scorer)
     except (ValueError, TypeError) as exc:
         raise ValueError(
             f"Invalid scoring={scoring!r} for {type(estimator).__name__}: {exc}"
@@ -319,6 +332,22 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
     if isinstance(scoring, list | tuple | set | dict):
         return scorer
     return _named(scorer)
+
+
+def _check_response_methods(estimator, scorer) -> None:
+    """Raise now, not at the first fold, if a scorer needs a missing method."""
+    scorers = getattr(scorer, "_scorers", {"score": scorer})
+    for name, one in scorers.items():
+        methods = getattr(one, "_response_method", None)
+        if methods is None:
+            continue
+        methods = (methods,) if isinstance(methods, str) else tuple(methods)
+        if not any(hasattr(estimator, method) for method in methods):
+            which = "it" if len(scorers) == 1 else f"the scorer {name!r}"
+            raise ValueError(
+                f"{which} calls {' or '.join(methods)}, which "
+                f"{type(estimator).__name__} does not have"
+            )
 
 
 def _named(scorer) -> Callable[[Any, Any, Any], dict[str, float]]:
@@ -366,6 +395,13 @@ def _validate_data(X, y):
             input_name="y",
         )
         check_consistent_length(X, y)
+        if y.dtype == object:
+            kinds = sorted({type(value).__name__ for value in y.ravel()})
+            if len(kinds) > 1 or kinds == ["NoneType"]:
+                raise ValueError(
+                    "The 'y' parameter must hold values of one type without "
+                    f"None; got values of types {kinds}."
+                )
     return X, y
 
 
