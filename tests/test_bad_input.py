@@ -284,7 +284,9 @@ def test_none_in_an_object_y_is_a_clear_error(small):
     X, y = small
     labels = np.array(["a", "b"], dtype=object)[y]
     labels[3] = None
-    with pytest.raises(ValueError, match="'y' parameter must hold values of one type"):
+    with pytest.raises(
+        ValueError, match="'y' parameter must not contain None; got None in 1 of"
+    ):
         tree_cross_validate(SGDClassifier(), X, labels, cv=3)
 
 

@@ -396,11 +396,11 @@ def _validate_data(X, y):
         )
         check_consistent_length(X, y)
         if y.dtype == object:
-            kinds = sorted({type(value).__name__ for value in y.ravel()})
-            if len(kinds) > 1 or kinds == ["NoneType"]:
+            n_none = sum(value is None for value in y.ravel())
+            if n_none:
                 raise ValueError(
-                    "The 'y' parameter must hold values of one type without "
-                    f"None; got values of types {kinds}."
+                    f"The 'y' parameter must not contain None; got None in "
+                    f"{n_none} of {y.shape[0]} samples."
                 )
     return X, y
 
