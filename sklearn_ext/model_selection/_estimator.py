@@ -20,7 +20,7 @@ from sklearn.utils._metadata_requests import (
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_ext.model_selection._prefix_cache import (
+from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
     batches,
     prefix_keys,
