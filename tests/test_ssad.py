@@ -513,7 +513,21 @@ def test_fold_without_anomalies_raises(engine):
     order = np.argsort(y, kind="stable")  # Anomalies first: later folds lack them.
     method = PythonTreeBackend() if engine == "python" else "auto"
     with pytest.raises(ValueError, match=r"both classes \(\+1 and -1\) in y"):
-        tree_cross_validate(_detector(), X[order], y[order], cv=KFold(5), method=method)
+        tree_cross_validate(
+            _detector(),
+            X[order],
+            y[order],
+            cv=KFold(5),
+            method=method,
+            error_score="raise",
+        )
+    if engine == "python":
+        # As cross_validate: by default the fold is scored nan, with a warning.
+        with pytest.warns(UserWarning, match="Scoring failed"):
+            result = tree_cross_validate(
+                _detector(), X[order], y[order], cv=KFold(5), method=method
+            )
+        assert np.isnan(result["test_score"]).any()
 
 
 def test_labeled_mask_routed_through_tree_cross_validate():
