@@ -1185,7 +1185,7 @@ class ExactStatisticsBackend(Backend):
     the plan's leaf order; the first carries the time and the rows of the
     statistics pass (``n_samples_fed`` is ``n_samples`` on a cache miss and
     0 on a hit). The extra ``statistics_hit`` says whether the statistics
-    came from the cache.
+    came from the cache (a result column of ``tree_cross_validate``).
 
     Examples
     --------
@@ -1201,7 +1201,8 @@ class ExactStatisticsBackend(Backend):
     """
 
     name = "exact"
-    extras: ClassVar[dict[str, str | None]] = {"statistics_hit": "mode"}
+    #: Per fold only: a search's ``cv_results_`` keeps GridSearchCV's keys.
+    extras: ClassVar[dict[str, str | None]] = {"statistics_hit": None}
 
     def __init__(self, cache: StatisticsCache | None = None, gram_budget: int = 2**28):
         if cache is not None and not isinstance(cache, StatisticsCache):
