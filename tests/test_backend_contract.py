@@ -23,7 +23,6 @@ from sklearn_ext import (
 from sklearn_ext.model_selection import (
     FoldPlan,
     LeafTable,
-    NativeSSADTreeBackend,
     NativeTreeBackend,
     PythonTreeBackend,
     StandardBackend,
@@ -74,7 +73,7 @@ CASES = [
     ),
     (
         "native_tree_ssad",
-        NativeSSADTreeBackend(),
+        NativeTreeBackend(),
         lambda: SemiSupervisedAnomalyDetector(
             n_components=20, gamma=0.2, random_state=0
         ),

@@ -17,10 +17,9 @@ from sklearn_ext import (
     tree_cross_validate,
 )
 from sklearn_ext._fast import _ssad
-from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.anomaly._features import FEATURE_CACHE
 from sklearn_ext.anomaly._ssad import auroc
-from sklearn_ext.model_selection import choose_backend
+from sklearn_ext.model_selection import NativeTreeBackend, choose_backend
 from sklearn_ext.model_selection._backends import PythonTreeBackend
 
 SSAD = SemiSupervisedAnomalyDetector
@@ -363,7 +362,7 @@ def test_feature_count_must_match():
 # -- cross-validation ---------------------------------------------------------------
 def test_native_backend_is_chosen():
     assert choose_backend(_detector()).name == "native_tree"
-    assert isinstance(choose_backend(_detector()), NativeSSADTreeBackend)
+    assert isinstance(choose_backend(_detector()), NativeTreeBackend)
     assert choose_backend(_detector(), "standard").name == "standard"
 
 
