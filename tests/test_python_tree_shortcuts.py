@@ -188,17 +188,20 @@ def _tree_learners():
         return [
             SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0),
             SGDClassifier(max_iter=1, tol=None, shuffle=False),
-            SGDClassifier(loss="log_loss", random_state=3),
+            SGDClassifier(loss="log_loss", shuffle=False, random_state=3),
             SGDClassifier(
                 class_weight={0: 2.0, 1: 0.5},
                 learning_rate="invscaling",
                 eta0=0.1,
+                shuffle=False,
                 random_state=1,
             ),
-            SGDClassifier(average=True, random_state=0),
-            SGDClassifier(random_state=_rng(2)),
-            Perceptron(random_state=1),
-            PassiveAggressiveClassifier(loss="squared_hinge", random_state=0),
+            SGDClassifier(average=True, shuffle=False, random_state=0),
+            SGDClassifier(random_state=_rng(2)),  # shuffles: fed in fixed batches
+            Perceptron(shuffle=False, random_state=1),
+            PassiveAggressiveClassifier(
+                loss="squared_hinge", shuffle=False, random_state=0
+            ),
             GaussianNB(),
             MLPClassifier(hidden_layer_sizes=(3,), random_state=0),
         ]
@@ -265,6 +268,15 @@ def test_shortcuts_with_float32_sample_weight_and_scorers():
         for key in fast:
             if key.startswith("test_"):
                 assert_array_equal(fast[key], ref[key])
+
+
+def test_shortcuts_need_finite_numeric_rows():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X.copy()
+    X[5, 3] = np.nan  # in the left half: not in the run's first update
+    est = SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
+    with pytest.raises(ValueError, match="NaN"):
+        tree_cross_validate(est, X, y, cv=4, method=PythonTreeBackend())
 
 
 def test_shortcuts_apply_only_where_they_are_exact():

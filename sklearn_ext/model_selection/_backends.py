@@ -420,7 +420,7 @@ class _TreeRun:
         if np.array_equal(order, np.arange(plan.n_samples)):
             self.X, self.y, self.params = task.X, task.y, task.fit_params
         else:
-            self.X = task.X[order]
+            self.X = _take(task.X, order)
             self.y = None if task.y is None else task.y[order]
             self.params = {
                 key: _safe_indexing(value, order)
@@ -440,9 +440,13 @@ class _TreeRun:
         self.shortcuts = shortcuts
         self.update = None
         self.fast_score = None
-        if shortcuts:
+        # A task that scores its own way (a search's) is asked for each leaf.
+        self.own_scoring = type(task).score is CVTask.score
+        # The shortcuts skip the learner's checks of X: they need a finite
+        # numeric array, checked here once per run.
+        if shortcuts and _finite_numeric(self.X):
             self.update = sgd_classifier_update(task.estimator, self.X, self.params)
-            if task.y is not None and getattr(task.y, "ndim", 0) == 1:
+            if self.own_scoring and task.y is not None and task.y.ndim == 1:
                 self.fast_score = fast_accuracy(task.estimator, task.scoring)
 
     def fed(self, node: tuple[int, int], sibling: tuple[int, int]):
@@ -458,7 +462,7 @@ class _TreeRun:
             meter.fit_time += time.perf_counter() - tic
             meter.n_samples_fed += _n_rows(key)
             return
-        X = self.X[key]
+        X = _take(self.X, key)
         y = None if self.y is None else self.y[key]
         params = self.params
         if self.aligned:
@@ -474,9 +478,11 @@ class _TreeRun:
         learner.fitted = True
 
     def score(self, model, leaf: int) -> tuple[dict[str, float], float]:
+        if not self.own_scoring:
+            return self.task.score(model, leaf)
         tic = time.perf_counter()
         key = slice(int(self.bounds[leaf]), int(self.bounds[leaf + 1]))
-        X = self.X[key]
+        X = _take(self.X, key)
         y = None if self.y is None else self.y[key]
         scores = None
         if self.fast_score is not None:
@@ -522,6 +528,20 @@ class _TreeRun:
 
     def collect(self, node, learner: _Learner, meter: _Meter):
         return list(self.subtree(node, learner, meter))
+
+
+def _finite_numeric(X) -> bool:
+    """Whether ``X`` is a 2-D numeric ndarray without NaN or infinity."""
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind not in "biuf":
+        return False
+    return X.dtype.kind != "f" or bool(np.isfinite(X).all())
+
+
+def _take(X, key):
+    """Rows ``key`` (a slice or positions) of an array, CSR matrix or DataFrame."""
+    if isinstance(X, np.ndarray) or not hasattr(X, "iloc"):
+        return X[key]
+    return _safe_indexing(X, key)
 
 
 def _n_rows(key) -> int:
