@@ -467,3 +467,25 @@ def test_tree_cross_validate_fold_models_keep_feature_names(data):
         result = tree_cross_validate(estimator, frame, y, cv=3, return_estimator=True)
         for model in result["estimator"]:
             assert_array_equal(model.feature_names_in_, frame.columns)
+
+
+def test_text_pipeline_reaches_the_estimator_as_given():
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.pipeline import make_pipeline
+
+    texts = ["good film", "bad film", "great plot", "awful plot"] * 10
+    labels = np.array([1, 0, 1, 0] * 10)
+    vectorizer = HashingVectorizer(n_features=64, alternate_sign=False)
+    pipe = make_pipeline(vectorizer, MultinomialNB())
+    with pytest.warns(UserWarning, match="falls back"):
+        search = TreeCVSearchCV(pipe, {"multinomialnb__alpha": [0.1, 1.0]}, cv=4).fit(
+            texts, labels
+        )
+    assert search.best_score_ == 1.0
+    grid_search = GridSearchCV(
+        pipe, {"multinomialnb__alpha": [0.1, 1.0]}, cv=StratifiedTreeCVSplitter(4)
+    ).fit(texts, labels)
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        grid_search.cv_results_["mean_test_score"],
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from traceback import format_exc
@@ -29,6 +30,8 @@ from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
     LeafTable,
+    PythonTreeBackend,
+    StandardBackend,
     summarize_extras,
 )
 from sklearn_ext.model_selection._choice import choose_backend
@@ -333,7 +336,7 @@ class TreeCVSearchCV(BaseSearchCV):
         score_params = dict(routed.scorer.score)
         groups = routed.splitter.split.get("groups")
 
-        X_cv, y_cv = _validate_data(X, y)
+        X_cv, y_cv = _validate_data(X, y, as_given=_rows_as_given(self))
         cv = self.cv
         if not isinstance(cv, numbers.Integral | FoldPlan) and not hasattr(cv, "split"):
             from sklearn.model_selection import check_cv
@@ -465,6 +468,22 @@ class TreeCVSearchCV(BaseSearchCV):
             self.scorer_ = scorers
         self.cv_results_ = results
         return self
+
+
+def _rows_as_given(search) -> bool:
+    """Whether the candidates' backend takes ``X`` as given (not a finite array).
+
+    The Python tree and the standard backend hand rows to the estimator, which
+    checks them itself (text pipelines, NaN-aware learners); the native
+    engines need a finite array.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said again, once, by the candidates' run
+        try:
+            backend = choose_backend(search.estimator, search.method)
+        except (TypeError, ValueError):
+            return False
+    return isinstance(backend, PythonTreeBackend | StandardBackend)
 
 
 def _wants_classes(estimator) -> bool:
