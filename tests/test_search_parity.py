@@ -489,3 +489,31 @@ def test_text_pipeline_reaches_the_estimator_as_given():
         search.cv_results_["mean_test_score"],
         grid_search.cv_results_["mean_test_score"],
     )
+
+
+def test_precomputed_kernels_are_sliced_by_rows_and_columns():
+    from sklearn.svm import SVC
+
+    from sklearn_ext import tree_cross_validate
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:200] / 16.0, y[:200]
+    kernel = X @ X.T
+    cv = StratifiedTreeCVSplitter(4)
+    reference = cross_val_score(SVC(kernel="precomputed"), kernel, y, cv=cv)
+    for method in ("standard", "auto"):
+        ours = tree_cross_validate(
+            SVC(kernel="precomputed"), kernel, y, cv=cv, method=method
+        )
+        assert_allclose(ours["test_score"], reference)
+    search = TreeCVSearchCV(
+        SVC(kernel="precomputed"),
+        {"C": [0.1, 1.0]},
+        cv=cv,
+        method="standard",
+        return_train_score=True,
+    ).fit(kernel, y)
+    reference = GridSearchCV(
+        SVC(kernel="precomputed"), {"C": [0.1, 1.0]}, cv=cv, return_train_score=True
+    ).fit(kernel, y)
+    assert_same_results(search, reference)

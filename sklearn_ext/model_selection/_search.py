@@ -21,6 +21,7 @@ from sklearn.model_selection._validation import (
     _score,
     _warn_or_raise_about_fit_failures,
 )
+from sklearn.utils import _safe_indexing
 from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
@@ -560,16 +561,19 @@ class _SearchTask(CVTask):
     return_train_score: bool = False
     error_score: Any = np.nan
 
-    def score(self, model, fold: int) -> tuple[dict[str, float], float]:
+    def score(self, model, fold: int, columns=None) -> tuple[dict[str, float], float]:
         tic = time.perf_counter()
         test = self.plan.test_indices(fold)
-        scores = self._scores(model, test, "")
+        scores = self._scores(model, test, "", columns)
         if self.return_train_score:
-            scores.update(self._scores(model, self.plan.train_indices(fold), _TRAIN))
+            train = self.plan.train_indices(fold)
+            scores.update(self._scores(model, train, _TRAIN, columns))
         return scores, time.perf_counter() - tic
 
-    def _scores(self, model, rows, prefix: str) -> dict[str, float]:
+    def _scores(self, model, rows, prefix: str, columns) -> dict[str, float]:
         X, y, _ = self.rows(rows)
+        if columns is not None:  # a precomputed kernel: the training columns
+            X = _safe_indexing(X, columns, axis=1)
         params = _check_method_params(self.X, params=self.score_params, indices=rows)
         value = _score(model, X, y, self.sklearn_scorer, params, self.error_score)
         if isinstance(value, dict):
