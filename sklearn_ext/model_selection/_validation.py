@@ -213,11 +213,13 @@ def tree_cross_validate(
     >>> from sklearn.naive_bayes import MultinomialNB
     >>> from sklearn_ext import tree_cross_validate
     >>> X, y = load_digits(return_X_y=True)
-    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10)
+    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10, method="treecv")
     >>> result["test_score"].shape
     (10,)
     >>> result["backend"], result["n_samples_fed"] < 5 * len(X)
     ('python_tree', True)
+    >>> tree_cross_validate(MultinomialNB(), X, y, cv=10)["backend"]  # one pass
+    'exact'
     """
     backend = choose_backend(estimator, method)
     X_given = X
