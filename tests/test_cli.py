@@ -428,3 +428,35 @@ def test_csv_unknown_target_lists_the_columns(iris_files, capsys):
     code, _, err = run(["cv", "sgd", iris_files / "iris.csv", "--target", "x"], capsys)
     assert code == 2
     assert "no target column 'x'; the columns are 'a', 'b', 'c', 'd', 'species'" in err
+
+
+@pytest.mark.slow
+def test_real_sigint_exits_130_with_a_summary(tmp_path):
+    import signal
+    import time
+
+    db = tmp_path / "int.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optuna_treecv", "tune", "sgd", "digits", "--cv",
+         "3", "--n-trials", "10000", "--storage", f"sqlite:///{db}",
+         "--study-name", "s", "--no-progress-bar", "--pruner", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+            try:
+                study = optuna.load_study(study_name="s", storage=f"sqlite:///{db}")
+            except KeyError:
+                continue
+            if len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) >= 2:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Interrupted (Ctrl-C)" in out and "Best trial #" in out
+    assert "Traceback" not in err
