@@ -17,9 +17,12 @@ over the CV work is the study's wall time per trial minus the learner's time
 per trial (``fit_time + score_time`` of the folds): sampling, ``ask``/``tell``,
 reports, pruning reads, attributes, cloning and the engine's bookkeeping. Runs
 are interleaved (repeat by repeat, storage by storage, the two objectives one
-after the other), each on a fresh study; the medians over ``--repeats`` are
-printed with the difference TreeCVObjective - plain (the goal: at most 5 ms on
-SQLite). Data: scikit-learn's digits (bundled), ``SGDClassifier``, 10 folds.
+after the other, which goes first alternating), each on a fresh study; the
+medians over ``--repeats`` are printed with the difference TreeCVObjective -
+plain (the goal: at most 5 ms on SQLite). Wall times on a loaded machine are
+noisy, so the writes are also counted, which no load changes: commits per
+trial for a database, operations appended per trial for a journal. Data:
+scikit-learn's digits (bundled), ``SGDClassifier``, 10 folds.
 
 ``backends``: 50 TPE trials of ``SGDClassifier`` (alpha, loss) on a
 100,000-row sample of covtype (class 1 vs rest, the TreeCV paper's task;
@@ -262,27 +265,51 @@ def _storages(root: Path, postgres: str | None):
     counter = iter(range(10**6))
 
     def sqlite_wal():
-        return open_storage(f"sqlite:///{root / f'wal{next(counter)}.db'}")
+        return open_storage(f"sqlite:///{root / f'wal{next(counter)}.db'}"), None
 
     def sqlite_rollback():
         url = f"sqlite:///{root / f'rollback{next(counter)}.db'}"
-        return optuna.storages.RDBStorage(url)
+        return optuna.storages.RDBStorage(url), None
 
     def journal():
-        return open_storage(f"journal:{root / f'journal{next(counter)}.log'}")
+        path = root / f"journal{next(counter)}.log"
+        return open_storage(f"journal:{path}"), path
 
     storages = [
-        ("memory", lambda: open_storage("memory")),
+        ("memory", lambda: (open_storage("memory"), None)),
         ("sqlite (WAL)", sqlite_wal),
         ("sqlite (rollback)", sqlite_rollback),
         ("journal", journal),
     ]
     if postgres:
-        storages.append(("postgresql", lambda: open_storage(postgres)))
+        storages.append(("postgresql", lambda: (open_storage(postgres), None)))
     return storages
 
 
-def _one_study(kind: str, storage, X, y, args) -> dict:
+def _write_counter(storage, journal: Path | None = None):
+    """A callable returning the writes made so far to ``storage``, or None."""
+    if isinstance(storage, optuna.storages.RDBStorage):
+        from sqlalchemy import event
+
+        commits = [0]
+
+        def on_commit(connection) -> None:
+            commits[0] += 1
+
+        event.listen(storage.engine, "commit", on_commit)
+        return lambda: commits[0]
+    if journal is not None:  # The log: one line per operation.
+
+        def lines() -> int:
+            with open(journal, "rb") as f:
+                return sum(1 for _ in f)
+
+        return lines
+    return None
+
+
+def _one_study(kind: str, opened, X, y, args) -> dict:
+    storage, journal = opened
     estimator = SGDClassifier(random_state=args.seed)
     treecv = TreeCVObjective(estimator, SGD_SPACE, X, y, cv=args.cv)
     if kind == "plain":
@@ -295,10 +322,13 @@ def _one_study(kind: str, storage, X, y, args) -> dict:
         sampler=optuna.samplers.TPESampler(seed=args.seed),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1),
     )
+    writes = _write_counter(storage, journal)
+    before = writes() if writes else 0
     tic = time.perf_counter()
     study.optimize(objective, n_trials=args.n_trials)
     wall = time.perf_counter() - tic
     trials = study.get_trials(deepcopy=False)
+    n_writes = (writes() - before) if writes else None
     if kind == "plain":
         learn = float(np.sum(objective.learn))
     else:
@@ -313,6 +343,7 @@ def _one_study(kind: str, storage, X, y, args) -> dict:
         "cost_ms": 1e3 * (wall - learn) / n,
         "pruned": sum(t.state == TrialState.PRUNED for t in trials),
         "best": study.best_value,
+        "writes": None if n_writes is None else n_writes / n,
     }
 
 
@@ -333,13 +364,20 @@ def storage_cost(args) -> int:
     try:
         for repeat in range(args.repeats):
             for name, factory in storages:
-                for kind in ("plain", "treecv"):
+                # Alternate which objective goes first, against drift in load.
+                kinds = ("plain", "treecv") if repeat % 2 == 0 else ("treecv", "plain")
+                for kind in kinds:
                     result = _one_study(kind, factory(), X, y, args)
                     results.setdefault((name, kind), []).append(result)
                     print(
                         f"  repeat {repeat + 1} {name:<18} {kind:<7} "
                         f"{result['per_trial_ms']:7.1f} ms/trial, cost over CV "
-                        f"{result['cost_ms']:6.1f} ms, {result['pruned']} pruned",
+                        f"{result['cost_ms']:6.1f} ms, {result['pruned']} pruned"
+                        + (
+                            ""
+                            if result["writes"] is None
+                            else f", {result['writes']:.1f} writes/trial"
+                        ),
                         flush=True,
                     )
     finally:
@@ -352,7 +390,7 @@ def storage_cost(args) -> int:
     header = (
         f"{'storage':<19}{'plain: trial':>13}{'CV work':>9}{'cost':>8}"
         f"{'TreeCVObjective: trial':>24}{'CV work':>9}{'cost':>8}"
-        f"{'extra cost':>12}"
+        f"{'extra cost':>12}{'writes/trial plain, TreeCV':>28}"
     )
     print(header + "\n" + "-" * len(header))
     summary = []
@@ -378,13 +416,20 @@ def storage_cost(args) -> int:
             "treecv_cost_ms": med(tree, "cost_ms"),
             "extra_cost_ms": extra,
             "pruned": [r["pruned"] for r in plain + tree],
+            "plain_writes": plain[0]["writes"],
+            "treecv_writes": tree[0]["writes"],
         }
+        counted = (
+            f"{row['plain_writes']:>19.1f}, {row['treecv_writes']:.1f}"
+            if row["plain_writes"] is not None
+            else f"{'-':>19}"
+        )
         summary.append(row)
         print(
             f"{name:<19}{row['plain_trial_ms']:>13.1f}{row['plain_learn_ms']:>9.1f}"
             f"{row['plain_cost_ms']:>8.1f}{row['treecv_trial_ms']:>24.1f}"
             f"{row['treecv_learn_ms']:>9.1f}{row['treecv_cost_ms']:>8.1f}"
-            f"{extra:>+12.1f}"
+            f"{extra:>+12.1f}{counted}"
         )
     print(
         "extra cost: median over the repeats of (TreeCVObjective's cost - the "
