@@ -4,9 +4,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
-from sklearn.base import is_classifier
+from sklearn.base import clone, is_classifier
+from sklearn.linear_model import SGDClassifier
 
-from sklearn_ext import FoldPlan, tree_cross_validate
+from sklearn_ext import FoldPlan, SemiSupervisedAnomalyDetector, tree_cross_validate
+from sklearn_ext._fast import _ssad, _tree
+from sklearn_ext.anomaly._ssad import auroc
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
@@ -160,39 +163,6 @@ def test_tree_cross_validate_picks_the_native_tree(global_random_seed):
     assert standard["backend"] == "standard"
 
 
-def test_leaf_callback_sees_every_leaf_and_can_stop(global_random_seed):
-    X, y = _data(global_random_seed)
-    seen = []
-    result = tree_cross_validate(
-        PegasosClassifier(alpha=1e-2), X, y, cv=8, leaf_callback=seen.append
-    )
-    assert [leaf.fold for leaf in seen] == list(range(8))
-    assert_array_equal([leaf.scores["score"] for leaf in seen], result["test_score"])
-
-    class Stop(Exception):
-        pass
-
-    calls = []
-
-    def stop_at_third(leaf):
-        calls.append(leaf.fold)
-        if len(calls) == 3:
-            raise Stop
-
-    for n_jobs in (None, 2):
-        calls.clear()
-        with pytest.raises(Stop):
-            tree_cross_validate(
-                PegasosClassifier(alpha=1e-2),
-                X,
-                y,
-                cv=16,
-                n_jobs=n_jobs,
-                leaf_callback=stop_at_third,
-            )
-        assert len(calls) == 3
-
-
 def test_return_estimator_rebuilds_the_fold_models(global_random_seed):
     X, y = _data(global_random_seed, n_classes=3)
     task = _task(
@@ -257,17 +227,6 @@ def test_bad_parameters_are_reported_by_the_native_tree(global_random_seed):
         tree_cross_validate(PegasosClassifier(alpha=-1), X, y)
 
 
-def test_leaf_table_is_a_sequence_of_leaf_results(global_random_seed):
-    X, y = _data(global_random_seed)
-    table = NativeTreeBackend().run(
-        _task(PegasosClassifier(), X, y, cv=4, order="fixed")
-    )
-    assert len(table) == 4
-    assert [leaf.fold for leaf in table] == [0, 1, 2, 3]
-    assert table[-1].fold == 3
-    assert [leaf.fold for leaf in table[1:3]] == [1, 2]
-
-
 def test_columnar_results_follow_the_split_order(global_random_seed):
     X, y = _data(global_random_seed)
     chunks = np.array_split(np.arange(len(X)), 8)
@@ -280,3 +239,191 @@ def test_columnar_results_follow_the_split_order(global_random_seed):
     assert python["backend"] == "python_tree"
     assert_array_equal(native["test_score"], python["test_score"])
     assert native["n_samples_fed"] == python["n_samples_fed"] == plan.n_samples_fed()
+
+
+# -- the engine's model interface (sklearn_ext._fast._tree) ---------------------------
+def _ssad_arrays(seed):
+    """Features rounded to one decimal (so decisions tie) and labels with zeros."""
+    rng = np.random.RandomState(seed)
+    phi = np.round(rng.uniform(-1, 1, size=(90, 4)), 1)
+    y_true = np.where(rng.rand(90) < 0.3, -1.0, 1.0)
+    y_true[:10] = 0.0
+    return phi, y_true
+
+
+def _kernels(seed):
+    """An SGD kernel (dense float32) and an SSAD kernel scoring its leaves in C."""
+    X, y = _data(seed, n_samples=90, n_classes=3)
+    estimator = PegasosClassifier(alpha=1e-2)
+    sgd_task = _task(estimator, X.astype(np.float32), y, cv=7, order="randomized")
+    sgd, _ = clone(estimator)._native_model(sgd_task)
+    phi, y_true = _ssad_arrays(seed)
+    ssad = _ssad.SSADModel(3.0, 2.0, 1.0, phi, y_true, y_true)
+    return [(sgd, sgd_task.plan), (ssad, sgd_task.plan)]
+
+
+def _state_on_the_path(model, plan, leaf):
+    """The leaf's model, fed node by node from the root with ``feed_child``."""
+    state, node = model.new_state(), plan.root
+    while node[0] != node[1]:
+        child = next(c for c in plan.children(*node) if c[0] <= leaf <= c[1])
+        _tree.feed_child(
+            model,
+            state,
+            plan.sample_order,
+            plan.bounds,
+            *node,
+            *child,
+            plan.order == "randomized",
+            plan.seed or 0,
+        )
+        node = child
+    return state
+
+
+def _columns(k):
+    """scores, n_fed, fit_time, score_time and the stop flag of a walk."""
+    return (
+        np.full(k, np.nan),
+        np.zeros(k, dtype=np.int64),
+        np.zeros(k),
+        np.zeros(k),
+        np.zeros(1, dtype=np.intc),
+    )
+
+
+def _walk(model, plan, node, columns, callback, carried_fed=0):
+    randomized = plan.order == "randomized"
+    return _tree.run_subtree(
+        model,
+        model.new_state(),
+        plan.sample_order,
+        plan.bounds,
+        *node,
+        randomized,
+        plan.seed or 0,
+        *columns,
+        callback,
+        carried_fed,
+    )
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["sgd", "ssad"])
+def test_the_walker_drives_every_kernel_by_one_contract(which, global_random_seed):
+    model, plan = _kernels(global_random_seed)[which]
+    k = plan.n_splits
+    columns = _columns(k)
+    scores, n_fed, _, _, stop = columns
+    seen = []
+
+    def callback(leaf, state):
+        # The leaf's columns are written before the callback runs.
+        seen.append((leaf, np.array(state), n_fed[leaf], scores[leaf]))
+
+    # 5 rows fed above this subtree: counted by its first leaf.
+    error = _walk(model, plan, (0, k - 1), columns, callback, carried_fed=5)
+    assert error is None and stop[0] == 0
+    assert [leaf for leaf, *_ in seen] == list(range(k))
+    assert n_fed.sum() == plan.n_samples_fed() + 5
+    for leaf, state, fed, score in seen:
+        assert fed == n_fed[leaf] > 0
+        assert_array_equal(state, _state_on_the_path(model, plan, leaf))
+        test = plan.sample_order[plan.bounds[leaf] : plan.bounds[leaf + 1]]
+        assert_array_equal(score, model.score_rows(state, test))
+    assert np.isfinite(scores).sum() >= k - 1
+
+
+def test_a_raising_callback_stops_every_walker_sharing_the_flag(global_random_seed):
+    model, plan = _kernels(global_random_seed)[0]
+    k = plan.n_splits
+    columns = _columns(k)
+    stop = columns[-1]
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def callback(leaf, state):
+        calls.append(leaf)
+        if len(calls) == 2:
+            raise Stop
+
+    assert isinstance(_walk(model, plan, (0, 3), columns, callback), Stop)
+    assert stop[0] == 1 and calls == [0, 1]  # The exception is returned, not raised.
+    # Another subtree sharing the flag stops too.
+    assert _walk(model, plan, (4, k - 1), columns, callback) is None
+    assert calls == [0, 1]
+
+
+def test_the_ssad_kernel_scores_the_auroc_of_the_python_engine(global_random_seed):
+    model, _ = _kernels(global_random_seed)[1]
+    phi, y_true = _ssad_arrays(global_random_seed)
+    rng = np.random.RandomState(global_random_seed)
+    state = model.new_state()
+    state[[1, 2]] = 1.0, 0.1
+    state[_ssad.OFFSET :] = np.round(rng.normal(size=4), 1)
+    rows = np.arange(90, dtype=np.intp)[::-1].copy()
+    keep = y_true[rows] != 0
+    expected = auroc(y_true[rows][keep] > 0, _ssad.decision(state, phi[rows][keep]))
+    assert model.score_rows(state, rows) == expected
+    one_class = rows[y_true[rows] > 0]
+    assert np.isnan(model.score_rows(state, one_class))
+
+
+def test_the_engine_checks_its_arguments(global_random_seed):
+    model, plan = _kernels(global_random_seed)[0]
+    with pytest.raises(ValueError, match=r"\(0, 1\) is not a child of the node"):
+        _tree.feed_child(
+            model, model.new_state(), plan.sample_order, plan.bounds, 0, 6, 0, 1, 0, 0
+        )
+    with pytest.raises(ValueError, match="A state of SGDModel has"):
+        model.feed_rows(np.zeros(3), np.arange(2, dtype=np.intp))
+    with pytest.raises(ValueError, match=r"\(0, 7\) is not a node of the fold plan"):
+        _tree.run_subtree(
+            model,
+            model.new_state(),
+            plan.sample_order,
+            plan.bounds,
+            0,
+            7,
+            0,
+            0,
+            *_columns(7),
+        )
+
+
+def test_any_estimator_with_a_native_model_runs_on_the_native_tree():
+    assert NativeTreeBackend.accepts(PegasosClassifier())
+    assert NativeTreeBackend.accepts(SemiSupervisedAnomalyDetector())
+    assert not NativeTreeBackend.accepts(SGDClassifier())
+
+
+@pytest.mark.parametrize(
+    "estimator, scoring",
+    [
+        (PegasosClassifier(alpha=1e-2), "f1_macro"),
+        (SemiSupervisedAnomalyDetector(eta_u=5, gamma=0.3, random_state=0), None),
+        (SemiSupervisedAnomalyDetector(eta_u=5, gamma=0.3, random_state=0), "roc_auc"),
+    ],
+)
+def test_threads_stream_the_same_leaves(estimator, scoring, global_random_seed):
+    X, y = _data(global_random_seed, n_samples=200, n_classes=2)
+    if not is_classifier(estimator):
+        y = np.where(y == 1, 1, -1)
+    results = []
+    for n_jobs in (None, 3):
+        seen = []
+        result = tree_cross_validate(
+            estimator,
+            X,
+            y,
+            cv=9,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            leaf_callback=seen.append,
+        )
+        assert result["backend"] == "native_tree"
+        assert sorted(leaf.fold for leaf in seen) == list(range(9))
+        assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]
+        results.append(result)
+    assert_array_equal(results[0]["test_score"], results[1]["test_score"])

@@ -17,10 +17,9 @@ from sklearn_ext import (
     tree_cross_validate,
 )
 from sklearn_ext._fast import _ssad
-from sklearn_ext.anomaly._backend import NativeSSADTreeBackend
 from sklearn_ext.anomaly._features import FEATURE_CACHE
 from sklearn_ext.anomaly._ssad import auroc
-from sklearn_ext.model_selection import choose_backend
+from sklearn_ext.model_selection import NativeTreeBackend, choose_backend
 from sklearn_ext.model_selection._backends import PythonTreeBackend
 
 SSAD = SemiSupervisedAnomalyDetector
@@ -363,7 +362,7 @@ def test_feature_count_must_match():
 # -- cross-validation ---------------------------------------------------------------
 def test_native_backend_is_chosen():
     assert choose_backend(_detector()).name == "native_tree"
-    assert isinstance(choose_backend(_detector()), NativeSSADTreeBackend)
+    assert isinstance(choose_backend(_detector()), NativeTreeBackend)
     assert choose_backend(_detector(), "standard").name == "standard"
 
 
@@ -468,49 +467,6 @@ def test_native_tree_other_scoring_and_estimators():
     )
     assert_allclose(multi["test_roc_auc"], native["test_score"], rtol=1e-12)
     assert multi["test_average_precision"].shape == (5,)
-
-
-def test_native_tree_leaf_callback_streams_and_stops():
-    X, y, labeled = _data()
-    seen = []
-    result = tree_cross_validate(
-        _detector(),
-        X,
-        y,
-        cv=4,
-        fit_params={"labeled": labeled},
-        leaf_callback=seen.append,
-    )
-    assert sorted(leaf.fold for leaf in seen) == [0, 1, 2, 3]
-    assert_allclose(
-        [leaf.scores["score"] for leaf in sorted(seen, key=lambda leaf: leaf.fold)],
-        result["test_score"],
-    )
-    assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]
-
-    class Stop(Exception):
-        pass
-
-    calls = []
-
-    def stop_at_third(leaf):
-        calls.append(leaf.fold)
-        if len(calls) == 3:
-            raise Stop
-
-    for n_jobs in (None, 2):
-        calls.clear()
-        with pytest.raises(Stop):
-            tree_cross_validate(
-                _detector(),
-                X,
-                y,
-                cv=16,
-                n_jobs=n_jobs,
-                fit_params={"labeled": labeled},
-                leaf_callback=stop_at_third,
-            )
-        assert len(calls) == 3
 
 
 def test_native_tree_bad_fit_params_and_missing_labels():

@@ -26,7 +26,6 @@ from sklearn.model_selection import (
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
 from sklearn_ext import (
-    LeafResult,
     StratifiedTreeCVSplitter,
     TreeCVSplitter,
     tree_cross_validate,
@@ -266,35 +265,6 @@ def test_missing_class_in_a_training_part():
     assert result["test_score"][0] == 0.0
     with pytest.raises(ValueError, match=r"\[2\] are missing from \[0, 1\]"):
         tree_cross_validate(SGDClassifier(), X, y, cv=cv, classes=[0, 1])
-
-
-def test_leaf_callback_streams_and_can_stop(digits):
-    X, y = digits
-    seen = []
-    tree_cross_validate(MultinomialNB(), X, y, cv=5, leaf_callback=seen.append)
-    assert [leaf.fold for leaf in seen] == [0, 1, 2, 3, 4]
-    assert all(isinstance(leaf, LeafResult) for leaf in seen)
-    assert sum(leaf.n_samples_fed for leaf in seen) == (
-        StratifiedTreeCVSplitter(5).plan(X, y).n_samples_fed()
-    )
-
-    class Stop(Exception):
-        pass
-
-    def stop_after_two(leaf):
-        if leaf.fold == 1:
-            raise Stop
-
-    for method in ("treecv", "standard"):
-        with pytest.raises(Stop):
-            tree_cross_validate(
-                MultinomialNB(),
-                X,
-                y,
-                cv=5,
-                method=method,
-                leaf_callback=stop_after_two,
-            )
 
 
 def test_standard_method_runs_any_estimator(digits):

@@ -1,5 +1,6 @@
 """Cross-C warm starts: WarmStartStore, the exact skip, seeded fits and CV."""
 
+import multiprocessing
 import pickle
 from concurrent.futures import ThreadPoolExecutor
 
@@ -320,3 +321,212 @@ def test_c_path_multiclass_matches_cold(params):
         cold = alpha_seeded_cv(AlphaSeededSVC(C=C, **params), X, y, cv=5)
         assert abs(res["mean_test_score"][i] - cold["test_score"].mean()) <= 0.02
     assert res["warm_start_hits"][1:].sum() > 0
+
+
+# -- keys by content (issue 17, items 1 and 2) ------------------------------------
+def _kkt_gap(model, X, y, kernel) -> float:
+    """LIBSVM's stopping measure ``m(a) - M(a)`` of a binary model, recomputed.
+
+    ``kernel(A, B)`` gives the true kernel; a warm fit may return a stored
+    solution only if it meets the tolerance on the true problem.
+    """
+    classes = model.classes_
+    y_pm = np.where(y == classes[0], 1.0, -1.0)
+    alpha = model._alpha_by_pair[0]
+    C = model._class_C_for(classes, np.searchsorted(classes, y))
+    C_i = np.where(y_pm > 0, C[0], C[1])
+    K = kernel(X, X)
+    G = y_pm * (K @ (y_pm * alpha)) - 1.0
+    up = ((y_pm > 0) & (alpha < C_i)) | ((y_pm < 0) & (alpha > 0))
+    low = ((y_pm > 0) & (alpha > 0)) | ((y_pm < 0) & (alpha < C_i))
+    return float(np.max(-y_pm[up] * G[up]) - np.min(-y_pm[low] * G[low]))
+
+
+def _rbf(gamma):
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    return lambda A, B: rbf_kernel(A, B, gamma=gamma)
+
+
+@pytest.mark.parametrize("keep_kernel", [True, False])
+def test_closure_kernels_never_take_each_others_solutions(noisy, keep_kernel):
+    # Python reuses the id of a collected closure: a kernel identified by name
+    # and id found an earlier gamma's solution (and kernel matrix) and skipped.
+    X, y = noisy
+    store = WarmStartStore(keep_kernel=keep_kernel)
+    for gamma in [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 0.02, 0.5]:
+        warm = AlphaSeededSVC(C=10.0, kernel=_rbf(gamma), warm_start_store=store)
+        warm.fit(X, y)
+        assert not warm.warm_start_skipped_[0]
+        cold = AlphaSeededSVC(C=10.0, kernel=_rbf(gamma)).fit(X, y)
+        assert _kkt_gap(warm, X, y, _rbf(gamma)) <= 1e-3 + 1e-9
+        assert_allclose(warm.objective_, cold.objective_, rtol=1e-3)
+        assert np.mean(warm.predict(X) == cold.predict(X)) >= 0.99
+        del warm  # let the closure's id be reused
+
+
+def test_keyed_kernel_skips_and_keys_separate(noisy):
+    from sklearn_ext.svm import KeyedKernel
+
+    X, y = noisy
+    store = WarmStartStore()
+    kernel = KeyedKernel(_rbf(0.2), key="rbf:0.2")
+    AlphaSeededSVC(C=1.0, kernel=kernel, warm_start_store=store).fit(X, y)
+    again = AlphaSeededSVC(C=1.0, kernel=KeyedKernel(_rbf(0.2), key="rbf:0.2"))
+    again.set_params(warm_start_store=store).fit(X, y)
+    assert again.warm_start_skipped_[0] and again.n_iter_[0] == 0
+    other = AlphaSeededSVC(C=1.0, kernel=KeyedKernel(_rbf(2.0), key="rbf:2.0"))
+    other.set_params(warm_start_store=store).fit(X, y)
+    assert np.isnan(other.warm_start_C_[0])
+    with pytest.raises(ValueError, match="'key' parameter of KeyedKernel"):
+        KeyedKernel(_rbf(0.2), key="")
+    with pytest.raises(TypeError, match="'function' parameter of KeyedKernel"):
+        KeyedKernel("rbf", key="rbf")
+
+
+def test_unkeyed_callable_solutions_only_seed(noisy):
+    X, y = noisy
+    kernel = _rbf(0.2)
+    store = WarmStartStore()
+    AlphaSeededSVC(C=1.0, kernel=kernel, warm_start_store=store).fit(X, y)
+    again = AlphaSeededSVC(C=1.0, kernel=kernel, warm_start_store=store).fit(X, y)
+    # Seeded from its own optimum: SMO confirms it (next to no iterations).
+    assert again.warm_start_C_[0] == 1.0 and not again.warm_start_skipped_[0]
+    assert again.n_iter_[0] <= 2
+
+
+def test_tol_is_part_of_the_key(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    loose = AlphaSeededSVC(C=1.0, gamma=0.2, tol=1.0, warm_start_store=store)
+    loose.fit(X, y)
+    tight = AlphaSeededSVC(C=1.0, gamma=0.2, tol=1e-6, warm_start_store=store)
+    tight.fit(X, y)
+    cold = AlphaSeededSVC(C=1.0, gamma=0.2, tol=1e-6).fit(X, y)
+    assert not tight.warm_start_skipped_[0] and tight.n_iter_[0] > 0
+    assert_allclose(tight.objective_, cold.objective_, rtol=1e-8)
+    assert _kkt_gap(tight, X, y, _rbf(0.2)) <= 1e-6 + 1e-9
+    # The tight solution now serves any looser tolerance as it is.
+    again = AlphaSeededSVC(C=1.0, gamma=0.2, tol=1e-2, warm_start_store=store)
+    assert again.fit(X, y).warm_start_skipped_[0]
+    assert_allclose(again.objective_, cold.objective_, rtol=1e-8)
+
+
+def test_kernel_precision_is_part_of_the_key(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    AlphaSeededSVC(C=1.0, kernel_dtype="float32", warm_start_store=store).fit(X, y)
+    model = AlphaSeededSVC(C=1.0, warm_start_store=store).fit(X, y)
+    assert np.isnan(model.warm_start_C_[0])
+
+
+def test_class_weight_is_part_of_the_key(noisy):
+    X, y = noisy
+    store = WarmStartStore()
+    AlphaSeededSVC(C=1.0, gamma=0.2, warm_start_store=store).fit(X, y)
+    weighted = AlphaSeededSVC(
+        C=1.0, gamma=0.2, class_weight={0: 3.0}, warm_start_store=store
+    ).fit(X, y)
+    cold = AlphaSeededSVC(C=1.0, gamma=0.2, class_weight={0: 3.0}).fit(X, y)
+    assert np.isnan(weighted.warm_start_C_[0])
+    assert_allclose(weighted.objective_, cold.objective_, rtol=1e-6)
+
+
+_FIT_SPACE = dict(
+    C=[0.1, 1.0, 10.0, 100.0],
+    tol=[1e-1, 1e-3, 1e-5],
+    kernel=["rbf:0.1", "rbf:1.0", "closure:0.1", "closure:1.0", "keyed:0.1"],
+    class_weight=[None, {0: 2.0}],
+)
+
+
+def _fit_in_store(X, y, store, C, tol, kernel, class_weight):
+    """One fit through ``store``; the KKT gap on the true kernel and its tol."""
+    from sklearn_ext.svm import KeyedKernel
+
+    kind, gamma = kernel.split(":")
+    gamma = float(gamma)
+    if kind == "rbf":
+        spec = dict(kernel="rbf", gamma=gamma)
+    elif kind == "closure":
+        spec = dict(kernel=_rbf(gamma))
+    else:
+        spec = dict(kernel=KeyedKernel(_rbf(gamma), key=f"rbf:{gamma}"))
+    params = dict(C=C, tol=tol, class_weight=class_weight, **spec)
+    model = AlphaSeededSVC(warm_start_store=store, **params).fit(X, y)
+    return _kkt_gap(model, X, y, _rbf(gamma)), tol
+
+
+def _check_fits(X, y, fits, store, n_threads):
+    def run(fit):
+        return _fit_in_store(X, y, store, *fit)
+
+    if n_threads == 1:
+        results = [run(fit) for fit in fits]
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            results = list(pool.map(run, fits))
+    for gap, tol in results:
+        assert gap <= tol * (1 + 1e-9) + 1e-9
+
+
+def test_any_sequence_of_fits_gives_the_cold_models():
+    """Property: fits through one shared store meet their tol on the true problem.
+
+    Any order of C, tol, kernels (named, closures without a key, keyed) and
+    class weights, in one thread or four: every warm model satisfies the KKT
+    conditions of its own problem to its own tol, as a cold fit does.
+    """
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    X, y = make_classification(
+        n_samples=60, n_features=4, n_informative=3, n_redundant=0, random_state=3
+    )
+    X = scale(X)
+    fit = st.tuples(*(st.sampled_from(values) for values in _FIT_SPACE.values()))
+
+    @settings(
+        max_examples=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(
+        fits=st.lists(fit, min_size=2, max_size=8),
+        n_threads=st.sampled_from([1, 4]),
+        keep_kernel=st.booleans(),
+    )
+    def check(fits, n_threads, keep_kernel):
+        store = WarmStartStore(keep_kernel=keep_kernel)
+        _check_fits(X, y, fits, store, n_threads)
+
+    check()
+
+
+def _fit_in_store_star(args):
+    return _fit_in_store(*args)
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs fork"
+)
+def test_fits_in_processes_through_a_shared_store():
+    """Worker processes get a snapshot of the store: still the cold models."""
+    X, y = make_classification(
+        n_samples=60, n_features=4, n_informative=3, n_redundant=0, random_state=3
+    )
+    X = scale(X)
+    store = WarmStartStore()
+    first = [(1.0, 1.0, "rbf:0.1", None), (1.0, 1.0, "keyed:0.1", None)]
+    _check_fits(X, y, first, store, 1)
+    fits = [
+        (C, tol, kernel, None)
+        for C in (1.0, 10.0)
+        for tol in (1e-1, 1e-5)
+        for kernel in ("rbf:0.1", "keyed:0.1", "closure:0.1")
+    ]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        # Each task pickles the store: a worker holds a snapshot plus its own.
+        results = pool.map(_fit_in_store_star, [(X, y, store, *fit) for fit in fits])
+    for gap, tol in results:
+        assert gap <= tol * (1 + 1e-9) + 1e-9

@@ -1,9 +1,9 @@
-"""Native SGD kernels and the whole-tree TreeCV engine.
+"""Native SGD kernel of the linear learners, and its model for the native tree.
 
 One row update serves every learner of ``sklearn_ext.linear_model`` (PEGASOS,
-logistic SGD, least-squares robust SA) and both engines: ``partial_fit`` feeds rows
-through :func:`feed`, the native tree feeds the same rows through the same C code,
-so both produce bit-identical models.
+logistic SGD, least-squares robust SA) and both engines: :class:`SGDModel` feeds
+rows through it for ``partial_fit`` (:meth:`SGDModel.feed_rows`) and for the
+native tree (``sklearn_ext._fast._tree``), so both produce bit-identical models.
 
 A model state is one flat float64 array (see :func:`state_size`):
 
@@ -18,14 +18,11 @@ so a node of the tree is copied with one ``memcpy`` of ``O(K * D)`` doubles.
 """
 
 from cython cimport floating
-from libc.math cimport exp, fabs, isnan, log, sqrt, NAN
-from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from libc.math cimport exp, fabs, sqrt, NAN
 
 import numpy as np
 
-from sklearn_ext._fast._random cimport node_seed, shuffle_intp
+from sklearn_ext._fast._tree cimport NativeModel
 
 cdef enum:
     # Losses.
@@ -109,12 +106,6 @@ def new_state(Py_ssize_t n_models, Py_ssize_t n_features, bint average):
     state = np.zeros(state_size(n_models, n_features, average), dtype=np.float64)
     state[2 : 2 + n_models] = 1.0
     return state
-
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef inline double dloss(int loss, double p, double y) noexcept nogil:
@@ -319,46 +310,6 @@ cdef void decision_rows(
 
 
 # -- Python entry points used by the estimators ------------------------------------
-def feed(
-    double[::1] state,
-    dict params,
-    Py_ssize_t n_models,
-    const floating[::1] data,
-    const Py_ssize_t[::1] indices,
-    const Py_ssize_t[::1] indptr,
-    Py_ssize_t n_features,
-    const double[::1] y,
-    sample_weight,
-    const Py_ssize_t[::1] rows,
-):
-    """Feed ``rows`` of ``X`` (in that order) to the model ``state``, in place.
-
-    Dense ``X`` is passed as its raveled C-ordered ``data`` with empty
-    ``indices``/``indptr``; CSR ``X`` as its three arrays (indices as intp).
-    ``y`` holds class indices for classifiers and targets for regressors.
-    """
-    cdef Params p = make_params(params, n_models, n_features)
-    cdef const double[::1] sw
-    cdef const double* sw_ptr = NULL
-    cdef const Py_ssize_t* ind_ptr = NULL
-    cdef const Py_ssize_t* ptr_ptr = NULL
-    if sample_weight is not None:
-        sw = sample_weight
-        if sw.shape[0] > 0:
-            sw_ptr = &sw[0]
-    if indptr.shape[0] > 0:
-        ptr_ptr = &indptr[0]
-        if indices.shape[0] > 0:
-            ind_ptr = &indices[0]
-    if rows.shape[0] == 0:
-        return
-    with nogil:
-        feed_rows(
-            &state[0], &p, &data[0] if data.shape[0] > 0 else NULL, ind_ptr,
-            ptr_ptr, &y[0], sw_ptr, &rows[0], rows.shape[0],
-        )
-
-
 def decision(
     const double[::1] state,
     dict params,
@@ -445,195 +396,112 @@ cdef double score_leaf(
     return 1.0 - total / sst
 
 
-cdef Py_ssize_t node_feed_rows(
-    const Py_ssize_t* sample_order,
-    const Py_ssize_t* bounds,
-    Py_ssize_t p_start,
-    Py_ssize_t p_end,
-    Py_ssize_t start,
-    Py_ssize_t end,
-    bint randomized,
-    uint64_t seed,
-    Py_ssize_t* buf,
-    const Py_ssize_t** rows,
-) noexcept nogil:
-    """Rows fed to the parent ``(p_start, p_end)`` to obtain its child ``(start, end)``.
 
-    Identical to ``FoldPlan.feed``: the sibling's chunks in fixed order, shuffled
-    with the child's own stream when randomized.
+
+cdef class SGDModel(NativeModel):
+    """The SGD kernel on one data set, as ``partial_fit`` and the native tree use it.
+
+    Parameters
+    ----------
+    params : dict
+        The learner's kernel parameters (``_kernel_params()``).
+    n_models : int
+        Number of weight vectors: 1 for binary problems and regression,
+        ``n_classes`` for one-vs-rest.
+    data, indices, indptr : ndarray
+        ``X`` as :func:`sklearn_ext.linear_model._base.as_kernel_input` gives it:
+        the raveled C-ordered rows of a dense ``X`` (float32 or float64) with
+        empty ``indices``/``indptr``, or the three arrays of a CSR matrix.
+    n_features : int
+        Number of columns of ``X``.
+    y : ndarray of float64
+        Class indices (classifiers) or targets (regressors) of every row.
+    sample_weight : ndarray of float64 or None
+        Weight of every row's step (None: unit weights).
+    scoring : str or None, default=None
+        The leaf metric computed in C (a key of :data:`METRICS`); any other
+        value leaves scoring to the caller (``scores_leaves`` is False).
     """
-    cdef Py_ssize_t mid = (p_start + p_end) // 2, s_start, s_end, n
-    if end == mid:
-        s_start, s_end = mid + 1, p_end
-    else:
-        s_start, s_end = p_start, mid
-    n = bounds[s_end + 1] - bounds[s_start]
-    if not randomized:
-        rows[0] = sample_order + bounds[s_start]
-        return n
-    memcpy(buf, sample_order + bounds[s_start], n * sizeof(Py_ssize_t))
-    if n > 1:
-        shuffle_intp(buf, n, node_seed(seed, start, end))
-    rows[0] = buf
-    return n
 
+    cdef Params p
+    cdef int metric
+    cdef bint is_float32
+    cdef const double* data64
+    cdef const float* data32
+    cdef const Py_ssize_t* indices
+    cdef const Py_ssize_t* indptr
+    cdef const double* y
+    cdef const double* sample_weight
 
-def run_subtree(
-    double[::1] root_state,
-    dict params,
-    Py_ssize_t n_models,
-    const floating[::1] data,
-    const Py_ssize_t[::1] indices,
-    const Py_ssize_t[::1] indptr,
-    Py_ssize_t n_features,
-    const double[::1] y,
-    sample_weight,
-    const Py_ssize_t[::1] sample_order,
-    const Py_ssize_t[::1] bounds,
-    Py_ssize_t start,
-    Py_ssize_t end,
-    bint randomized,
-    uint64_t seed,
-    int metric,
-    double[::1] scores,
-    int64_t[::1] n_fed,
-    double[::1] fit_time,
-    double[::1] score_time,
-    int[::1] stop,
-    leaf_callback=None,
-):
-    """Run TreeCV below node ``(start, end)`` whose model is ``root_state``.
+    def __init__(
+        self,
+        dict params,
+        Py_ssize_t n_models,
+        data,
+        const Py_ssize_t[::1] indices,
+        const Py_ssize_t[::1] indptr,
+        Py_ssize_t n_features,
+        const double[::1] y,
+        sample_weight=None,
+        scoring=None,
+    ):
+        cdef const double[::1] data64
+        cdef const float[::1] data32
+        cdef const double[::1] weights
+        self.p = make_params(params, n_models, n_features)
+        self.n_state = state_size(n_models, n_features, self.p.average)
+        self.metric = METRICS.get(scoring, M_PYTHON) if isinstance(scoring, str) else M_PYTHON
+        self.scores_leaves = self.metric != M_PYTHON
+        self.is_float32 = data.dtype == np.float32
+        if self.is_float32:
+            data32 = data
+            self.data32 = &data32[0] if data32.shape[0] > 0 else NULL
+        else:
+            data64 = data
+            self.data64 = &data64[0] if data64.shape[0] > 0 else NULL
+        self.indptr = &indptr[0] if indptr.shape[0] > 0 else NULL
+        self.indices = (
+            &indices[0] if self.indptr != NULL and indices.shape[0] > 0 else NULL
+        )
+        self.y = &y[0] if y.shape[0] > 0 else NULL
+        if sample_weight is not None:
+            weights = sample_weight
+            self.sample_weight = &weights[0] if weights.shape[0] > 0 else NULL
+        self._arrays = (data, indices, indptr, y, sample_weight)
 
-    The recursion is depth first with an explicit stack of states: the left child
-    works on a copy of its parent, the right child reuses the parent's buffer, as
-    in the Python engine, so one state per tree level is held. Leaf ``i`` writes
-    ``scores[i]`` (when ``metric`` is computed in C), ``n_fed[i]`` (rows fed since
-    the previous leaf) and the times. ``leaf_callback(fold, state, n_fed,
-    fit_time, score)`` (``state`` a view to copy, ``score`` the C score), if given, is called with the GIL at each leaf and may return a
-    score; if it raises, ``stop[0]`` is set, every worker sharing ``stop`` stops
-    and the exception is returned. ``root_state`` is modified in place.
-    """
-    cdef Params p = make_params(params, n_models, n_features)
-    cdef Py_ssize_t L = root_state.shape[0]
-    cdef Py_ssize_t k_sub = end - start + 1, depth = 1, n, max_rows = 0, f
-    while (1 << (depth - 1)) < k_sub:
-        depth += 1
-    for f in range(start, end + 1):
-        if bounds[f + 1] - bounds[f] > max_rows:
-            max_rows = bounds[f + 1] - bounds[f]
-    levels_arr = np.empty((depth + 1, L), dtype=np.float64)
-    cdef double[:, ::1] levels = levels_arr
-    levels[0, :] = root_state
-    feed_buf_arr = np.empty(
-        max(1, bounds[end + 1] - bounds[start]) if randomized else 1, dtype=np.intp
-    )
-    cdef Py_ssize_t[::1] feed_buf = feed_buf_arr
-    score_buf_arr = np.empty(max(1, max_rows) * n_models, dtype=np.float64)
-    cdef double[::1] score_buf = score_buf_arr
-    # Frames: (start, end, buffer, phase); phase 0 = enter, 1 = feed right child.
-    frames_arr = np.empty((2 * depth + 4, 4), dtype=np.intp)
-    cdef Py_ssize_t[:, ::1] frames = frames_arr
-    cdef Py_ssize_t top = 0, s, e, b, phase, mid
-    cdef const Py_ssize_t* rows
-    cdef const double* sw_ptr = NULL
-    cdef const double[::1] sw
-    cdef const Py_ssize_t* ind_ptr = NULL
-    cdef const Py_ssize_t* ptr_ptr = NULL
-    cdef const floating* data_ptr = NULL
-    cdef int64_t fed = 0
-    cdef double tic, train = 0.0, t0
-    cdef bint call = leaf_callback is not None
-    cdef object error = None
-    if sample_weight is not None:
-        sw = sample_weight
-        sw_ptr = &sw[0]
-    if indptr.shape[0] > 0:
-        ptr_ptr = &indptr[0]
-        if indices.shape[0] > 0:
-            ind_ptr = &indices[0]
-    if data.shape[0] > 0:
-        data_ptr = &data[0]
-    frames[0, 0] = start
-    frames[0, 1] = end
-    frames[0, 2] = 0
-    frames[0, 3] = 0
-    top = 1
-    with nogil:
-        while top > 0 and stop[0] == 0:
-            top -= 1
-            s = frames[top, 0]
-            e = frames[top, 1]
-            b = frames[top, 2]
-            phase = frames[top, 3]
-            mid = (s + e) // 2
-            if phase == 1:
-                # The right child (mid+1, e) reuses its parent's buffer b.
-                tic = now()
-                n = node_feed_rows(
-                    &sample_order[0], &bounds[0], s, e, mid + 1, e, randomized,
-                    seed, &feed_buf[0], &rows,
-                )
-                feed_rows(
-                    &levels[b, 0], &p, data_ptr, ind_ptr, ptr_ptr, &y[0], sw_ptr,
-                    rows, n,
-                )
-                fed += n
-                train += now() - tic
-                frames[top, 0] = mid + 1
-                frames[top, 1] = e
-                frames[top, 2] = b
-                frames[top, 3] = 0
-                top += 1
-                continue
-            if s == e:
-                n_fed[s] = fed
-                fit_time[s] = train
-                fed = 0
-                train = 0.0
-                tic = now()
-                if metric != M_PYTHON:
-                    scores[s] = score_leaf(
-                        &levels[b, 0], &p, metric, data_ptr, ind_ptr, ptr_ptr,
-                        &y[0], &sample_order[bounds[s]], bounds[s + 1] - bounds[s],
-                        &score_buf[0],
-                    )
-                score_time[s] = now() - tic
-                if call:
-                    with gil:
-                        # Another worker may have stopped the run while this one
-                        # waited for the GIL: no leaf is reported after a stop.
-                        if stop[0] == 0:
-                            try:
-                                t0 = now()
-                                leaf_callback(
-                                    s, levels_arr[b], n_fed[s], fit_time[s], scores[s]
-                                )
-                                score_time[s] += now() - t0
-                            except BaseException as exc:
-                                error = exc
-                                stop[0] = 1
-                continue
-            # Internal node: the left child (s, mid) trains on a copy in b + 1.
-            tic = now()
-            memcpy(&levels[b + 1, 0], &levels[b, 0], L * sizeof(double))
-            n = node_feed_rows(
-                &sample_order[0], &bounds[0], s, e, s, mid, randomized, seed,
-                &feed_buf[0], &rows,
-            )
+    def new_state(self):
+        """A fresh state: all weights zero, scales one, no row fed."""
+        return new_state(
+            self.p.n_models, self.p.n_coef - 1, self.p.average
+        )
+
+    cdef void feed(
+        self, double* state, const Py_ssize_t* rows, Py_ssize_t n_rows
+    ) noexcept nogil:
+        if self.is_float32:
             feed_rows(
-                &levels[b + 1, 0], &p, data_ptr, ind_ptr, ptr_ptr, &y[0], sw_ptr,
-                rows, n,
+                state, &self.p, self.data32, self.indices, self.indptr, self.y,
+                self.sample_weight, rows, n_rows,
             )
-            fed += n
-            train += now() - tic
-            frames[top, 0] = s
-            frames[top, 1] = e
-            frames[top, 2] = b
-            frames[top, 3] = 1
-            frames[top + 1, 0] = s
-            frames[top + 1, 1] = mid
-            frames[top + 1, 2] = b + 1
-            frames[top + 1, 3] = 0
-            top += 2
-    root_state[:] = levels[0, :]
-    return error
+        else:
+            feed_rows(
+                state, &self.p, self.data64, self.indices, self.indptr, self.y,
+                self.sample_weight, rows, n_rows,
+            )
+
+    cdef Py_ssize_t score_work_size(self, Py_ssize_t n_rows) noexcept nogil:
+        return n_rows * self.p.n_models
+
+    cdef double score(
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
+        double* work,
+    ) noexcept nogil:
+        if self.is_float32:
+            return score_leaf(
+                state, &self.p, self.metric, self.data32, self.indices,
+                self.indptr, self.y, rows, n_rows, work,
+            )
+        return score_leaf(
+            state, &self.p, self.metric, self.data64, self.indices, self.indptr,
+            self.y, rows, n_rows, work,
+        )

@@ -1,10 +1,12 @@
-"""Native kernels of the semi-supervised anomaly detector (SSAD).
+"""Native kernel of the semi-supervised anomaly detector (SSAD).
 
 The learner works on random Fourier features ``phi(x)`` (computed here, row by
 row, so that a row's features do not depend on which other rows are computed
 with it) and minimises, by stochastic subgradient steps of size ``1 / t``, the
 1-strongly convex objective documented in
-:class:`sklearn_ext.anomaly.SemiSupervisedAnomalyDetector`.
+:class:`sklearn_ext.anomaly.SemiSupervisedAnomalyDetector`. :class:`SSADModel`
+feeds rows for ``partial_fit`` and for the native tree
+(``sklearn_ext._fast._tree``), and scores a leaf by its AUROC.
 
 A model state is one flat float64 array (see :func:`new_state`):
 
@@ -17,14 +19,13 @@ A model state is one flat float64 array (see :func:`new_state`):
 so the native tree copies a node's model with one ``memcpy`` of ``D + 4`` doubles.
 """
 
-from libc.math cimport cos, sqrt
-from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from libc.math cimport cos, sqrt, NAN
+from libc.stdint cimport int64_t
+from libc.stdlib cimport qsort
 
 import numpy as np
 
-from sklearn_ext._fast._random cimport node_seed, shuffle_intp
+from sklearn_ext._fast._tree cimport NativeModel
 
 # Below this scale the weight vector is rescaled.
 cdef double MIN_SCALE = 1e-9
@@ -54,12 +55,6 @@ def new_state(Py_ssize_t n_components):
     state = np.zeros(OFFSET + n_components, dtype=np.float64)
     state[1] = 1.0
     return state
-
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 # -- random Fourier features ---------------------------------------------------------
@@ -161,27 +156,129 @@ cdef void decision_rows(
         out[r] = s * dot - rho
 
 
-# -- Python entry points -------------------------------------------------------------
-def feed(
-    double[::1] state,
-    double eta_u,
-    double eta_l,
-    double kappa,
-    const double[:, ::1] phi,
-    const double[::1] y,
-    const Py_ssize_t[::1] rows,
-):
-    """Feed ``rows`` of the feature matrix ``phi`` (in that order), in place.
+# -- the AUROC of a leaf -------------------------------------------------------------
+cdef int compare_doubles(const void* a, const void* b) noexcept nogil:
+    cdef double x = (<const double*>a)[0], z = (<const double*>b)[0]
+    return (x > z) - (x < z)
 
-    ``y`` holds the training labels: +1 normal, -1 anomaly, 0 unlabelled.
+
+cdef Py_ssize_t count_below(
+    const double* sorted_values, Py_ssize_t n, double value, bint or_equal
+) noexcept nogil:
+    """Entries of ``sorted_values`` < ``value`` (<= with ``or_equal``), by bisection."""
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sorted_values[mid] < value or (or_equal and sorted_values[mid] == value):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef double auroc_rows(
+    const double* state,
+    Py_ssize_t D,
+    const double* phi,
+    const double* y_true,
+    const Py_ssize_t* rows,
+    Py_ssize_t n_rows,
+    double* work,                   # 2 * n_rows scratch
+) noexcept nogil:
+    """AUROC of the decision values of ``rows`` (normal class positive).
+
+    Rows labelled 0 are left out. The same integer pair counts as
+    :func:`sklearn_ext.anomaly._ssad.auroc`, so the same value; NaN when the
+    rows hold a single class.
     """
-    cdef Params p = make_params(eta_u, eta_l, kappa, phi.shape[1])
-    if rows.shape[0] == 0:
-        return
-    with nogil:
-        feed_rows(&state[0], &p, &phi[0, 0], &y[0], &rows[0], rows.shape[0])
+    cdef Py_ssize_t r, i, n_pos = 0, n_neg = 0
+    cdef double* positive = work
+    cdef double* negative = work + n_rows
+    cdef double value
+    cdef int64_t below = 0
+    for r in range(n_rows):
+        i = rows[r]
+        if y_true[i] == 0.0:
+            continue
+        decision_rows(state, D, phi, &rows[r], 1, &value)
+        if y_true[i] > 0.0:
+            positive[n_pos] = value
+            n_pos += 1
+        else:
+            negative[n_neg] = value
+            n_neg += 1
+    if n_pos == 0 or n_neg == 0:
+        return NAN
+    qsort(negative, n_neg, sizeof(double), compare_doubles)
+    for r in range(n_pos):
+        below += count_below(negative, n_neg, positive[r], False)
+        below += count_below(negative, n_neg, positive[r], True)
+    return <double>below / <double>(2 * <int64_t>n_pos * n_neg)
 
 
+cdef class SSADModel(NativeModel):
+    """The SSAD kernel on one feature matrix, for ``partial_fit`` and the native tree.
+
+    Parameters
+    ----------
+    eta_u, eta_l, kappa : float
+        The detector's slack and margin weights.
+    phi : ndarray of shape (n_samples, n_components), C-contiguous
+        Random Fourier features of every row.
+    y : ndarray of float64 of shape (n_samples,)
+        The labels training sees: +1 normal, -1 anomaly, 0 unlabelled.
+    y_true : ndarray of float64 of shape (n_samples,) or None, default=None
+        The true labels a leaf is scored with (its AUROC, rows labelled 0 left
+        out); None leaves scoring to the caller (``scores_leaves`` is False).
+    """
+
+    cdef Params p
+    cdef const double* phi
+    cdef const double* y
+    cdef const double* y_true
+
+    def __init__(
+        self,
+        double eta_u,
+        double eta_l,
+        double kappa,
+        const double[:, ::1] phi,
+        const double[::1] y,
+        y_true=None,
+    ):
+        cdef const double[::1] truth
+        self.p = make_params(eta_u, eta_l, kappa, phi.shape[1])
+        self.n_state = OFFSET + phi.shape[1]
+        self.phi = &phi[0, 0] if phi.shape[0] > 0 and phi.shape[1] > 0 else NULL
+        self.y = &y[0] if y.shape[0] > 0 else NULL
+        self.scores_leaves = y_true is not None
+        if y_true is not None:
+            truth = y_true
+            self.y_true = &truth[0] if truth.shape[0] > 0 else NULL
+        self._arrays = (phi, y, y_true)
+
+    def new_state(self):
+        """A fresh state: weights, threshold and margin zero, no row fed."""
+        return new_state(self.p.n_coef)
+
+    cdef void feed(
+        self, double* state, const Py_ssize_t* rows, Py_ssize_t n_rows
+    ) noexcept nogil:
+        feed_rows(state, &self.p, self.phi, self.y, rows, n_rows)
+
+    cdef Py_ssize_t score_work_size(self, Py_ssize_t n_rows) noexcept nogil:
+        return 2 * n_rows
+
+    cdef double score(
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
+        double* work,
+    ) noexcept nogil:
+        return auroc_rows(
+            state, self.p.n_coef, self.phi, self.y_true, rows, n_rows, work
+        )
+
+
+# -- Python entry points -------------------------------------------------------------
 def decision(const double[::1] state, const double[:, ::1] phi):
     """``<w, phi_i> - rho`` for every row of ``phi``."""
     cdef Py_ssize_t n = phi.shape[0]
@@ -193,169 +290,3 @@ def decision(const double[::1] state, const double[:, ::1] phi):
     with nogil:
         decision_rows(&state[0], phi.shape[1], &phi[0, 0], &rows[0], n, &out_view[0])
     return out
-
-
-def decision_subset(
-    const double[::1] state,
-    const double[:, ::1] phi,
-    const Py_ssize_t[::1] rows,
-    double[::1] out,
-):
-    """``out[r] = <w, phi[rows[r]]> - rho``."""
-    if rows.shape[0] == 0:
-        return
-    with nogil:
-        decision_rows(
-            &state[0], phi.shape[1], &phi[0, 0], &rows[0], rows.shape[0], &out[0]
-        )
-
-
-# -- the native tree ---------------------------------------------------------------
-cdef Py_ssize_t node_feed_rows(
-    const Py_ssize_t* sample_order,
-    const Py_ssize_t* bounds,
-    Py_ssize_t p_start,
-    Py_ssize_t p_end,
-    Py_ssize_t start,
-    Py_ssize_t end,
-    bint randomized,
-    uint64_t seed,
-    Py_ssize_t* buf,
-    const Py_ssize_t** rows,
-) noexcept nogil:
-    """Rows fed to the parent ``(p_start, p_end)`` to obtain its child ``(start, end)``.
-
-    Identical to ``FoldPlan.feed``: the sibling's chunks in fixed order, shuffled
-    with the child's own stream when randomized.
-    """
-    cdef Py_ssize_t mid = (p_start + p_end) // 2, s_start, s_end, n
-    if end == mid:
-        s_start, s_end = mid + 1, p_end
-    else:
-        s_start, s_end = p_start, mid
-    n = bounds[s_end + 1] - bounds[s_start]
-    if not randomized:
-        rows[0] = sample_order + bounds[s_start]
-        return n
-    memcpy(buf, sample_order + bounds[s_start], n * sizeof(Py_ssize_t))
-    if n > 1:
-        shuffle_intp(buf, n, node_seed(seed, start, end))
-    rows[0] = buf
-    return n
-
-
-def run_subtree(
-    double[::1] root_state,
-    double eta_u,
-    double eta_l,
-    double kappa,
-    const double[:, ::1] phi,
-    const double[::1] y,
-    const Py_ssize_t[::1] sample_order,
-    const Py_ssize_t[::1] bounds,
-    Py_ssize_t start,
-    Py_ssize_t end,
-    bint randomized,
-    uint64_t seed,
-    int64_t[::1] n_fed,
-    double[::1] fit_time,
-    int[::1] stop,
-    leaf_callback,
-):
-    """Run TreeCV below node ``(start, end)`` whose model is ``root_state``.
-
-    Depth first with an explicit stack of states (one per tree level): the left
-    child trains on a copy of its parent, the right child reuses the parent's
-    buffer. Leaf ``i`` writes ``n_fed[i]`` (rows fed since the previous leaf)
-    and ``fit_time[i]``, then ``leaf_callback(fold, state)`` (``state`` a view
-    to copy) is called with the GIL; if it raises, ``stop[0]`` is set, every
-    worker sharing ``stop`` stops and the exception is returned.
-    ``root_state`` is modified in place.
-    """
-    cdef Params p = make_params(eta_u, eta_l, kappa, phi.shape[1])
-    cdef Py_ssize_t L = root_state.shape[0]
-    cdef Py_ssize_t k_sub = end - start + 1, depth = 1, n
-    while (1 << (depth - 1)) < k_sub:
-        depth += 1
-    levels_arr = np.empty((depth + 1, L), dtype=np.float64)
-    cdef double[:, ::1] levels = levels_arr
-    levels[0, :] = root_state
-    feed_buf_arr = np.empty(
-        max(1, bounds[end + 1] - bounds[start]) if randomized else 1, dtype=np.intp
-    )
-    cdef Py_ssize_t[::1] feed_buf = feed_buf_arr
-    # Frames: (start, end, buffer, phase); phase 0 = enter, 1 = feed right child.
-    frames_arr = np.empty((2 * depth + 4, 4), dtype=np.intp)
-    cdef Py_ssize_t[:, ::1] frames = frames_arr
-    cdef Py_ssize_t top = 0, s, e, b, phase, mid
-    cdef const Py_ssize_t* rows
-    cdef const double* phi_ptr = &phi[0, 0]
-    cdef const double* y_ptr = &y[0]
-    cdef int64_t fed = 0
-    cdef double tic, train = 0.0
-    cdef object error = None
-    frames[0, 0] = start
-    frames[0, 1] = end
-    frames[0, 2] = 0
-    frames[0, 3] = 0
-    top = 1
-    with nogil:
-        while top > 0 and stop[0] == 0:
-            top -= 1
-            s = frames[top, 0]
-            e = frames[top, 1]
-            b = frames[top, 2]
-            phase = frames[top, 3]
-            mid = (s + e) // 2
-            if phase == 1:
-                # The right child (mid+1, e) reuses its parent's buffer b.
-                tic = now()
-                n = node_feed_rows(
-                    &sample_order[0], &bounds[0], s, e, mid + 1, e, randomized,
-                    seed, &feed_buf[0], &rows,
-                )
-                feed_rows(&levels[b, 0], &p, phi_ptr, y_ptr, rows, n)
-                fed += n
-                train += now() - tic
-                frames[top, 0] = mid + 1
-                frames[top, 1] = e
-                frames[top, 2] = b
-                frames[top, 3] = 0
-                top += 1
-                continue
-            if s == e:
-                n_fed[s] = fed
-                fit_time[s] = train
-                fed = 0
-                train = 0.0
-                with gil:
-                    # Another worker may have stopped the run while this one
-                    # waited for the GIL: no leaf is reported after a stop.
-                    if stop[0] == 0:
-                        try:
-                            leaf_callback(s, levels_arr[b])
-                        except BaseException as exc:
-                            error = exc
-                            stop[0] = 1
-                continue
-            # Internal node: the left child (s, mid) trains on a copy in b + 1.
-            tic = now()
-            memcpy(&levels[b + 1, 0], &levels[b, 0], L * sizeof(double))
-            n = node_feed_rows(
-                &sample_order[0], &bounds[0], s, e, s, mid, randomized, seed,
-                &feed_buf[0], &rows,
-            )
-            feed_rows(&levels[b + 1, 0], &p, phi_ptr, y_ptr, rows, n)
-            fed += n
-            train += now() - tic
-            frames[top, 0] = s
-            frames[top, 1] = e
-            frames[top, 2] = b
-            frames[top, 3] = 1
-            frames[top + 1, 0] = s
-            frames[top + 1, 1] = mid
-            frames[top + 1, 2] = b + 1
-            frames[top + 1, 3] = 0
-            top += 2
-    root_state[:] = levels[0, :]
-    return error

@@ -233,13 +233,15 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
     >>> X = np.r_[rng.normal(size=(200, 2)), rng.uniform(-6, 6, size=(20, 2))]
     >>> y = np.r_[np.ones(200), -np.ones(20)]
     >>> labeled = rng.rand(len(y)) < 0.2  # reveal 20 % of the labels
-    >>> ssad = SemiSupervisedAnomalyDetector(eta_u=10, eta_l=10, gamma=0.5,
-    ...                                      random_state=0)
+    >>> ssad = SemiSupervisedAnomalyDetector(eta_u=10, eta_l=10, random_state=0)
     >>> ssad = ssad.fit(X, y, labeled=labeled)
+    >>> bool(ssad.gamma_ == 1 / (2 * X.var()))  # gamma="scale"
+    True
     >>> ssad.score(X, y) > 0.9  # AUROC with all true labels
     True
-    >>> ssad.predict([[0.0, 0.0], [6.0, 6.0]])
-    array([ 1, -1])
+    >>> normal, far = ssad.decision_function([[0.0, 0.0], [6.0, 6.0]])
+    >>> bool(normal > far)  # the centre of the data is more normal
+    True
     """
 
     _parameter_constraints: dict = {
@@ -312,12 +314,8 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         return random_features(X, self.random_weights_, self.random_offset_)
 
     def _feed(self, phi, y_train, rows) -> None:
-        _ssad.feed(
-            self._state,
-            *self._kernel_args(),
-            phi,
-            y_train,
-            np.ascontiguousarray(rows, dtype=np.intp),
+        _ssad.SSADModel(*self._kernel_args(), phi, y_train).feed_rows(
+            self._state, np.ascontiguousarray(rows, dtype=np.intp)
         )
 
     def _resolve_cache(self):
@@ -562,6 +560,12 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         )
 
     # -- TreeCV hooks ----------------------------------------------------------------
+    def _native_model(self, task):
+        """The kernel on a CV task's data, for the native tree (see ``_backend``)."""
+        from sklearn_ext.anomaly._backend import native_model
+
+        return native_model(self, task)
+
     def _treecv_snapshot(self) -> dict:
         """The fitted state (for the Python TreeCV engine's snapshot/restore)."""
         return {

@@ -3,8 +3,9 @@
 Every learner keeps its model as one flat float64 state array (``_state``): the
 weight vectors in scaled form, their squared norms, the step counter and, for
 averaged learners, the averaged iterate. The Cython kernel
-:mod:`sklearn_ext._fast._sgd` updates it row by row; the native TreeCV engine
-copies, pushes and pops it along the recursion tree.
+:class:`sklearn_ext._fast._sgd.SGDModel` updates it row by row, for
+``partial_fit`` and for the native TreeCV engine, which copies, pushes and pops
+it along the recursion tree (``_native_model`` hands it the kernel).
 """
 
 from __future__ import annotations
@@ -14,8 +15,13 @@ from numbers import Integral
 import joblib
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils import check_random_state
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    clone,
+)
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -54,6 +60,14 @@ def as_kernel_input(X):
     return np.ascontiguousarray(X).reshape(-1), empty, empty
 
 
+def _data_scale(X) -> float:
+    """``max |X|`` without a copy of ``X``."""
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return 0.0
+    return float(max(values.max(), -values.min()))
+
+
 class BaseNativeSGD(BaseEstimator):
     """Base of the learners whose state the native tree can copy, push and pop.
 
@@ -86,7 +100,7 @@ class BaseNativeSGD(BaseEstimator):
 
     # -- training -----------------------------------------------------------------
     def _validate_X_y(self, X, y, reset: bool):
-        return validate_data(
+        X, y = validate_data(
             self,
             X,
             y,
@@ -96,14 +110,24 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             y_numeric=not isinstance(self, ClassifierMixin),
         )
+        scale = _data_scale(X)
+        if scale > np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1)):
+            # The kernel's squared row norms would overflow: no step applies.
+            raise ValueError(
+                f"X holds values up to {scale:.3g} in absolute value, too large "
+                f"for {type(self).__name__}: the squared row norms overflow "
+                f"float64, so no step ({self._step_size()}) can be taken. Scale "
+                "the input data, e.g. with StandardScaler or MinMaxScaler."
+            )
+        return X, y
 
     def _init_state(self, n_features: int) -> None:
         self._state = _sgd.new_state(self._n_models(), n_features, self._average)
 
-    def _feed(self, X, y_encoded, sample_weight, rows) -> None:
+    def _kernel(self, X, y_encoded, sample_weight, scoring=None) -> _sgd.SGDModel:
+        """The row kernel on the validated ``X`` (see :class:`_sgd.SGDModel`)."""
         data, indices, indptr = as_kernel_input(X)
-        _sgd.feed(
-            self._state,
+        return _sgd.SGDModel(
             self._kernel_params(),
             self._n_models(),
             data,
@@ -112,7 +136,37 @@ class BaseNativeSGD(BaseEstimator):
             X.shape[1],
             np.ascontiguousarray(y_encoded, dtype=np.float64),
             sample_weight,
-            np.ascontiguousarray(rows, dtype=np.intp),
+            scoring,
+        )
+
+    def _feed(self, X, y_encoded, sample_weight, rows) -> None:
+        self._kernel(X, y_encoded, sample_weight).feed_rows(
+            self._state, np.ascontiguousarray(rows, dtype=np.intp)
+        )
+        self._check_finite_state(X)
+
+    def _step_size(self) -> str:
+        """The step-size rule in words, for the overflow error."""
+        params = self._kernel_params()
+        if params["schedule"] == "invsqrt":
+            return f"eta_t = eta0 / sqrt(t) with eta0={params['eta0']:g}"
+        return f"eta_t = 1 / (alpha * t) with alpha={params['alpha']:g}"
+
+    def _check_finite_state(self, X=None) -> None:
+        """Raise instead of keeping weights that overflowed (the kernel cannot).
+
+        scikit-learn's SGD raises on overflow too; a model with infinite or NaN
+        weights would predict one class whatever the input.
+        """
+        if np.all(np.isfinite(self._state)):
+            return
+        scale = "unknown" if X is None else f"{_data_scale(X):.3g}"
+        raise ValueError(
+            f"The weights of {type(self).__name__} overflowed to infinity or NaN "
+            f"after {int(self._state[0])} updates: the step size "
+            f"({self._step_size()}) times the data scale (max |X| = {scale}) "
+            "is too large for float64. Scale the input data, e.g. with "
+            "StandardScaler or MinMaxScaler."
         )
 
     def _resolve_cache(self):
@@ -210,9 +264,78 @@ class BaseNativeSGD(BaseEstimator):
         self._sync_attributes()
         return self
 
+    # -- the native tree ------------------------------------------------------------
+    #: Leaf metrics the kernel computes in C (``scoring=None`` is the first).
+    _native_metrics: tuple[str, ...] = (
+        "r2",
+        "neg_mean_squared_error",
+        "neg_root_mean_squared_error",
+        "neg_mean_absolute_error",
+    )
+
+    def _native_targets(self, y, classes) -> np.ndarray:
+        """``y`` as the kernel reads it, for the whole data set of a CV run."""
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.ndim != 1:
+            raise ValueError(
+                f"{type(self).__name__} needs a 1d target y, got shape {y.shape}."
+            )
+        return y
+
+    def _native_model(self, task):
+        """The kernel on a CV task's data, for the native tree.
+
+        Parameters
+        ----------
+        task : CVTask
+            The run (``X``, ``y``, ``fit_params``, ``classes``, ``scoring``).
+
+        Returns
+        -------
+        model : sklearn_ext._fast._sgd.SGDModel
+            The row kernel, scoring leaves in C when ``task.scoring`` is one of
+            ``_native_metrics`` (or None).
+        rebuild : callable
+            ``rebuild(state)`` is this estimator fitted to the model ``state``.
+        """
+        self._validate_params()
+        X = check_array(
+            task.X,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+            input_name="X",
+        )
+        y = self._native_targets(task.y, task.classes)
+        unknown = sorted(set(task.fit_params) - {"sample_weight"})
+        if unknown:
+            raise ValueError(
+                f"The native tree supports only sample_weight in fit_params; got "
+                f"{unknown}. Use method='standard' or a Python learner for others."
+            )
+        sample_weight = self._sample_weight(task.fit_params.get("sample_weight"), X)
+        scoring = self._native_metrics[0] if task.scoring is None else task.scoring
+        if not (isinstance(scoring, str) and scoring in self._native_metrics):
+            scoring = None
+        model = self._kernel(X, y, sample_weight, scoring)
+        classes, n_features = getattr(self, "classes_", None), X.shape[1]
+
+        def rebuild(state: np.ndarray) -> BaseNativeSGD:
+            estimator = clone(self)
+            if classes is not None:
+                estimator.classes_ = classes
+            estimator.n_features_in_ = n_features
+            estimator._state = state
+            estimator.n_iter_ = 1
+            estimator._sync_attributes()
+            return estimator
+
+        return model, rebuild
+
     # -- model ----------------------------------------------------------------------
     def _sync_attributes(self) -> None:
         """Expose ``coef_``, ``intercept_`` and ``t_`` from the state."""
+        self._check_finite_state()
         K = self._n_models()
         n_features = self.n_features_in_
         D = n_features + 1
@@ -276,6 +399,13 @@ class BaseNativeSGD(BaseEstimator):
 
 class BaseNativeClassifier(ClassifierMixin, BaseNativeSGD):
     """Binary or one-vs-rest multiclass classifier on the native kernel."""
+
+    _native_metrics = ("accuracy",)
+
+    def _native_targets(self, y, classes) -> np.ndarray:
+        y = np.asarray(y)
+        self._prepare_targets(y, classes, first_call=True)
+        return self._encode_y(y)
 
     def _n_models(self) -> int:
         n_classes = len(self.classes_)

@@ -33,10 +33,7 @@ METHODS = ("auto", "treecv", "standard", "alpha_seeding")
 #: Engines of the learner packages, fastest first, as "module:Class".
 _ENGINES = {
     "alpha_seeding": ("sklearn_ext.svm._backend:AlphaSeedingBackend",),
-    "treecv": (
-        "sklearn_ext.anomaly._backend:NativeSSADTreeBackend",
-        "sklearn_ext.model_selection._native:NativeTreeBackend",
-    ),
+    "treecv": ("sklearn_ext.model_selection._native:NativeTreeBackend",),
 }
 
 

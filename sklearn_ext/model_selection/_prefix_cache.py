@@ -7,8 +7,10 @@ import hmac
 import os
 import pickle
 import secrets
+import stat
 import tempfile
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -25,9 +27,17 @@ __all__ = [
     "resume_from_prefix",
 ]
 
-_MAGIC = b"TREECV01"
+_MAGIC = b"TREECV02"
 _KEY_FILE = ".treecv-key"
+_KEY_BYTES = 32
+_TAG_BYTES = 32
+_HEADER = len(_MAGIC) + 2 * _TAG_BYTES
 _SUFFIX = ".state"
+
+
+def _current_uid() -> int | None:
+    """The effective user id, or ``None`` where the OS has none (Windows)."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
 
 
 class PrefixCache:
@@ -41,24 +51,40 @@ class PrefixCache:
     The memory tier is a least-recently-used store of pickled states bounded by
     ``max_bytes``; it belongs to the process. The optional disk tier in
     ``directory`` lets process-based workers (``n_jobs`` with loky, Dask) share
-    prefixes: files are written atomically (temporary file, then rename), their
-    total size is bounded by ``max_disk_bytes`` (oldest removed first), and a
-    file is unpickled only if it carries a valid HMAC made with the directory's
-    own secret key, so files this cache did not write are ignored.
+    prefixes. It trusts only itself:
+
+    - the folder must belong to the current user and not be writable by anyone
+      else, and its secret key file (``.treecv-key``, 32 random bytes created
+      atomically) must belong to the user and be readable by no one else;
+      otherwise a ``ValueError`` says what is wrong;
+    - each state file carries an HMAC-SHA256, made with that key, over its
+      name and its contents; a file whose signature does not match (foreign,
+      forged, truncated, or renamed from another entry) is ignored with a
+      ``RuntimeWarning`` and never unpickled;
+    - files are written atomically (temporary file, then rename), so
+      concurrent writers never expose a partial file;
+    - the total size of the cache's own files is bounded by
+      ``max_disk_bytes`` (oldest removed first); trimming and :meth:`clear`
+      remove only files that carry this cache's signature, never the user's
+      other files.
+
+    See ``docs/stores.md`` for the threat model.
 
     Copying or cloning a cache returns the same cache: an estimator holding it
     keeps sharing it through ``sklearn.base.clone``. Pickling it (to send it to
-    a worker process) keeps the directory and starts an empty memory tier.
+    a worker process) keeps the directory and its key and starts an empty
+    memory tier; the pickle therefore carries the secret key, so send it only
+    to your own workers.
 
     Parameters
     ----------
     max_bytes : int, default=256 MiB
         Bound on the pickled size of the states held in memory.
     directory : str or path-like, default=None
-        Folder of the shared disk tier; created if missing. ``None`` means no
-        disk tier.
+        Folder of the shared disk tier; created (mode 0o700) if missing.
+        ``None`` means no disk tier.
     max_disk_bytes : int, default=2 GiB
-        Bound on the total size of the state files in ``directory``.
+        Bound on the total size of the cache's state files in ``directory``.
 
     Examples
     --------
@@ -96,12 +122,14 @@ class PrefixCache:
         self._memory: OrderedDict[bytes, bytes] = OrderedDict()
         self._memory_bytes = 0
         self._lock = threading.Lock()
+        # name -> (inode, mtime_ns, size) of files whose signature was checked.
+        self._own: dict[str, tuple[int, int, int]] = {}
         self.hits = 0
         self.misses = 0
 
     def _open_directory(self) -> bytes:
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=self.directory, delete=True)
             probe.close()
         except OSError as exc:
@@ -109,14 +137,87 @@ class PrefixCache:
                 "The 'directory' parameter of PrefixCache must be a writable "
                 f"directory. Got {str(self.directory)!r} instead ({exc.strerror})."
             ) from None
+        info = os.stat(self.directory)
+        uid = _current_uid()
+        if uid is not None and (info.st_uid != uid or info.st_mode & 0o022):
+            raise ValueError(
+                "The 'directory' parameter of PrefixCache must be a folder owned "
+                "by the current user and writable by no one else. Got "
+                f"{str(self.directory)!r}, owned by uid {info.st_uid} with mode "
+                f"{stat.S_IMODE(info.st_mode):#o} (the current uid is {uid})."
+            )
         key_path = self.directory / _KEY_FILE
+        if not os.path.lexists(key_path):
+            self._create_key(key_path)
+        return self._read_key(key_path)
+
+    def _create_key(self, key_path: Path) -> None:
+        """Write a new secret key, whole, or keep a concurrent writer's."""
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".treecv-key-")
         try:
-            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return key_path.read_bytes()
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(secrets.token_bytes(32))
-        return key_path.read_bytes()
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(_KEY_BYTES))
+            try:
+                # A hard link appears with its full contents, and fails if a
+                # concurrent process made the key first.
+                os.link(tmp, key_path)
+            except FileExistsError:
+                pass
+            except OSError:
+                # A file system without hard links: exclusive create instead
+                # (a concurrent reader may see it short; _read_key waits).
+                try:
+                    key_fd = os.open(
+                        key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
+                    )
+                except FileExistsError:
+                    return
+                with os.fdopen(key_fd, "wb") as handle:
+                    handle.write(Path(tmp).read_bytes())
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def _read_key(self, key_path: Path) -> bytes:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        for attempt in range(50):
+            try:
+                fd = os.open(key_path, flags)
+            except OSError as exc:
+                raise ValueError(
+                    f"The key file {str(key_path)!r} of PrefixCache cannot be "
+                    f"read ({exc.strerror}); it must be a regular file, not a "
+                    "link."
+                ) from None
+            with os.fdopen(fd, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                secret = handle.read(_KEY_BYTES + 1)
+            uid = _current_uid()
+            problem = None
+            if not stat.S_ISREG(info.st_mode):
+                problem = "it is not a regular file"
+            elif uid is not None and info.st_uid != uid:
+                problem = f"it is owned by uid {info.st_uid}, not {uid}"
+            elif uid is not None and info.st_mode & 0o077:
+                problem = (
+                    f"its mode {stat.S_IMODE(info.st_mode):#o} lets other users "
+                    "read or write it"
+                )
+            elif len(secret) > _KEY_BYTES or (
+                len(secret) < _KEY_BYTES and attempt == 49
+            ):
+                problem = f"it holds {len(secret)} bytes, not {_KEY_BYTES}"
+            if problem is not None:
+                raise ValueError(
+                    f"The key file {str(key_path)!r} of PrefixCache cannot be "
+                    f"trusted: {problem}. A cache trusts only a {_KEY_BYTES}-byte "
+                    "key that belongs to the current user and that no one else "
+                    "can read; remove the file (its folder's state files will "
+                    "then be ignored) or use another directory."
+                )
+            if len(secret) == _KEY_BYTES:
+                return secret
+            time.sleep(0.02)  # A writer without hard links is still writing.
+        raise AssertionError("unreachable")
 
     # -- store and fetch ----------------------------------------------------------
     def get(self, key: bytes):
@@ -155,62 +256,120 @@ class PrefixCache:
         return self.directory is not None and self._path(key).is_file()
 
     def clear(self) -> None:
-        """Drop the memory tier and this cache's files in the disk tier."""
+        """Drop the memory tier and this cache's own files in the disk tier.
+
+        Files in the folder that this cache did not write are left alone.
+        """
         with self._lock:
             self._memory.clear()
             self._memory_bytes = 0
         if self.directory is not None:
-            for path in self.directory.glob(f"*{_SUFFIX}"):
+            for _, _, path in self._own_files():
                 path.unlink(missing_ok=True)
 
     # -- disk tier ------------------------------------------------------------------
     def _path(self, key: bytes) -> Path:
         return self.directory / (key.hex() + _SUFFIX)
 
-    def _sign(self, payload: bytes) -> bytes:
-        return hmac.new(self._secret, payload, hashlib.sha256).digest()
+    def _tags(self, name: str, payload: bytes | None) -> tuple[bytes, bytes | None]:
+        """The name tag and the entry tag (name and contents) of a file."""
+        encoded = name.encode()
+        name_tag = hmac.new(self._secret, b"name\0" + encoded, hashlib.sha256)
+        if payload is None:
+            return name_tag.digest(), None
+        entry = hmac.new(self._secret, b"entry\0", hashlib.sha256)
+        entry.update(len(encoded).to_bytes(8, "little") + encoded)
+        entry.update(payload)
+        return name_tag.digest(), entry.digest()
 
     def _write(self, key: bytes, payload: bytes) -> None:
         if len(payload) > self.max_disk_bytes:
             return
-        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        path = self._path(key)
+        name_tag, entry_tag = self._tags(path.name, payload)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".treecv-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(_MAGIC + self._sign(payload) + payload)
-            os.replace(tmp, self._path(key))
+                handle.write(_MAGIC + name_tag + entry_tag + payload)
+            os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        try:
+            self._remember(path, os.stat(path))
+        except OSError:
+            pass  # Trimmed by another worker meanwhile.
         self._trim_disk()
 
     def _read(self, key: bytes) -> bytes | None:
         path = self._path(key)
         try:
-            data = path.read_bytes()
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read()
         except OSError:
             return None
-        head = len(_MAGIC) + 32
-        payload = data[head:]
-        if data[: len(_MAGIC)] != _MAGIC or not hmac.compare_digest(
-            data[len(_MAGIC) : head], self._sign(payload)
+        name_tag, entry_tag = self._tags(path.name, data[_HEADER:])
+        if (
+            len(data) < _HEADER
+            or data[: len(_MAGIC)] != _MAGIC
+            or not hmac.compare_digest(
+                data[len(_MAGIC) : len(_MAGIC) + _TAG_BYTES], name_tag
+            )
+            or not hmac.compare_digest(
+                data[len(_MAGIC) + _TAG_BYTES : _HEADER], entry_tag
+            )
         ):
             warnings.warn(
-                f"Ignoring {path}: it was not written by this prefix cache "
-                "(bad signature); the prefix is trained again.",
+                f"Ignoring {path}: it was not written by this prefix cache under "
+                "this name, or was cut short (bad signature); the prefix is "
+                "trained again.",
                 RuntimeWarning,
                 stacklevel=3,
             )
             return None
-        return payload
+        return data[_HEADER:]
 
-    def _trim_disk(self) -> None:
+    def _remember(self, path: Path, info: os.stat_result) -> None:
+        with self._lock:
+            self._own[path.name] = (info.st_ino, info.st_mtime_ns, info.st_size)
+
+    def _is_own(self, path: Path, info: os.stat_result) -> bool:
+        """Whether ``path`` carries this cache's signature for its name."""
+        signature = (info.st_ino, info.st_mtime_ns, info.st_size)
+        with self._lock:
+            if self._own.get(path.name) == signature:
+                return True
+        if not stat.S_ISREG(info.st_mode) or info.st_size < _HEADER:
+            return False
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as handle:
+                head = handle.read(len(_MAGIC) + _TAG_BYTES)
+        except OSError:
+            return False
+        name_tag, _ = self._tags(path.name, None)
+        if head[: len(_MAGIC)] != _MAGIC or not hmac.compare_digest(
+            head[len(_MAGIC) :], name_tag
+        ):
+            return False
+        self._remember(path, info)
+        return True
+
+    def _own_files(self) -> list[tuple[int, int, Path]]:
+        """``(mtime_ns, size, path)`` of the state files this cache wrote."""
         entries = []
         for path in self.directory.glob(f"*{_SUFFIX}"):
             try:
-                stat = path.stat()
+                info = os.lstat(path)
             except OSError:
                 continue  # Removed by another worker meanwhile.
-            entries.append((stat.st_mtime, stat.st_size, path))
+            if self._is_own(path, info):
+                entries.append((info.st_mtime_ns, info.st_size, path))
+        return entries
+
+    def _trim_disk(self) -> None:
+        entries = self._own_files()
         total = sum(size for _, size, _ in entries)
         for _, size, path in sorted(entries):
             if total <= self.max_disk_bytes:

@@ -6,12 +6,13 @@ from sklearn_ext.svm._cv import alpha_seeded_cv
 from sklearn_ext.svm._kernel_store import KernelStore
 from sklearn_ext.svm._path import svm_c_path_cv
 from sklearn_ext.svm._seeding import SEEDINGS
-from sklearn_ext.svm._warm_start import WarmStartSession, WarmStartStore
+from sklearn_ext.svm._warm_start import KeyedKernel, WarmStartSession, WarmStartStore
 
 __all__ = [
     "SEEDINGS",
     "AlphaSeededSVC",
     "AlphaSeedingBackend",
+    "KeyedKernel",
     "KernelStore",
     "WarmStartSession",
     "WarmStartStore",

@@ -27,6 +27,7 @@ from sklearn_ext.svm._warm_start import (
     StoredSolution,
     data_fingerprint,
     kernel_fingerprint,
+    kernel_key,
     rows_fingerprint,
     seed_from_store,
 )
@@ -290,10 +291,12 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if isinstance(self.gamma, str):
             if self.gamma == "auto":
                 return 1.0 / X.shape[1]
-            if sp.issparse(X):
-                var = X.multiply(X).mean() - X.mean() ** 2
-            else:
-                var = X.var()
+            with np.errstate(over="ignore", invalid="ignore"):
+                # Huge values give var=inf; the kernel check then refuses them.
+                if sp.issparse(X):
+                    var = X.multiply(X).mean() - X.mean() ** 2
+                else:
+                    var = X.var()
             return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
         return float(self.gamma)
 
@@ -306,6 +309,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if self.class_weight is None:
             weights = np.ones(n_classes)
         elif isinstance(self.class_weight, dict):
+            _check_class_weight(self.class_weight, type(self).__name__)
             weights = np.array(
                 [self.class_weight.get(c, 1.0) for c in classes], dtype=float
             )
@@ -394,6 +398,14 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             self.dual_coef_ = dual
             self.intercept_ = -self._rho
         self.fit_status_ = 0 if all(p.converged for p in problems) else 1
+        if not (
+            np.all(np.isfinite(self.dual_coef_)) and np.all(np.isfinite(self._rho))
+        ):
+            # SVC's own check and words (sklearn/svm/_base.py).
+            raise ValueError(
+                "The dual coefficients or intercepts are not finite. The input "
+                "data may contain large values and need to be preprocessed."
+            )
 
     # -- prediction ----------------------------------------------------------------
     def _kernel_to_support(self, X):
@@ -489,6 +501,21 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         return tags
 
 
+def _check_class_weight(class_weight: dict, owner: str) -> None:
+    """Class weights scale ``C``: each must be a positive finite number."""
+    for value in class_weight.values():
+        if (
+            not isinstance(value, Real)
+            or isinstance(value, bool)
+            or not np.isfinite(value)
+            or not value > 0
+        ):
+            raise ValueError(
+                f"The 'class_weight' parameter of {owner} must map each class to "
+                f"a float in the range (0, inf). Got {class_weight!r} instead."
+            )
+
+
 def _pairs(n_classes: int):
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
 
@@ -500,23 +527,36 @@ class _StoreKeys:
         self.model = model
         self.store = model.warm_start_store
         self.C = float(model.C)
+        self.tol = float(model.tol)
+        # A callable kernel without a declared key cannot be told apart from
+        # another one: its solutions only seed and its matrix is never kept.
+        self.exact = kernel_key(model.kernel) is not None
         if self.store is None:
             return
         self.data = data_fingerprint(X, y)
         self.kernel = kernel_fingerprint(
-            model.kernel, gamma, model.degree, model.coef0, model.class_weight
+            model.kernel,
+            gamma,
+            model.degree,
+            model.coef0,
+            model.class_weight,
+            model.kernel_dtype,
         )
 
     def kernel_store(self, X, gamma) -> KernelStore:
         model = self.model
         if self.store is None:
             return model._kernel_store(X, gamma)
-        key = (
-            self.data,
-            kernel_fingerprint(model.kernel, gamma, model.degree, model.coef0, None),
-            float(model.cache_size),
-            str(model.kernel_dtype),
-        )
+        key = None
+        if self.exact:
+            key = (
+                self.data,
+                kernel_fingerprint(
+                    model.kernel, gamma, model.degree, model.coef0, None
+                ),
+                float(model.cache_size),
+                str(model.kernel_dtype),
+            )
         return self.store.kernel_store(key, lambda: model._kernel_store(X, gamma))
 
     def slot(self, rows, a, b) -> tuple:
@@ -529,7 +569,9 @@ class _StoreKeys:
         """``(StoredSolution, skip)`` to start from, or ``None``."""
         if self.store is None:
             return None
-        found = self.store.lookup(self.slot(rows, a, b), self.data, self.C)
+        found = self.store.lookup(
+            self.slot(rows, a, b), self.data, self.C, tol=self.tol
+        )
         if found is not None and found[0].alpha.shape != (n_variables,):
             # Only a foreign file can get here (the key hashes the rows).
             return None
@@ -567,6 +609,8 @@ class _StoreKeys:
             self.store.put(
                 self.slot(rows, problem.first, problem.second),
                 self.data,
-                StoredSolution.from_problem(self.C, problem),
+                StoredSolution.from_problem(
+                    self.C, problem, tol=self.tol, trusted=self.exact
+                ),
             )
         return found

@@ -75,10 +75,23 @@ def kernel_matrix(
     return np.exp(dot, out=dot)
 
 
+def check_finite_kernel(values) -> None:
+    """Raise the error :class:`sklearn.svm.SVC` gives for overflowing kernels."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            "The kernel values are not finite (NaN or infinity). The input data "
+            "may contain large values and need to be preprocessed."
+        )
+
+
 def _densify(X):
     if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSIFY_CELLS:
         return X.toarray()
     return X
+
+
+def _n_rows(X, rows: slice) -> int:
+    return len(range(*rows.indices(X.shape[0])))
 
 
 class KernelStore:
@@ -87,7 +100,11 @@ class KernelStore:
     Entries are addressed by global sample index, so a fold's training set is an
     index array into the store. The full matrix is kept when it fits in
     ``cache_size`` megabytes, built block by block with GEMM; otherwise an LRU
-    cache of full-length float64 columns computed on demand. With
+    cache of full-length float64 columns computed on demand. A callable kernel
+    is held to the same budget: it is called on blocks of rows to build the
+    matrix that fits, or on one row per column otherwise. Kernel values that
+    are not finite (data with huge values) raise a ``ValueError`` instead of
+    giving a model. With
     ``dtype=np.float32`` the full matrix takes half the memory (so a matrix
     twice as large fits the budget); the solver then reads float64 copies of
     the columns it uses from a small LRU cache (at least 64 columns, beyond the
@@ -154,22 +171,27 @@ class KernelStore:
         if isinstance(self.X, np.ndarray):
             self.X = np.ascontiguousarray(self.X, dtype=np.float64)
         self._sq = None if callable(kernel) else _row_norms_sq(self.X)
-        if callable(kernel) or self.dtype.itemsize * n * n <= budget:
+        if self.dtype.itemsize * n * n <= budget:
             K = np.empty((n, n), dtype=self.dtype)
             buffer = None
             for start in range(0, n, _BLOCK_ROWS):
                 stop = min(start + _BLOCK_ROWS, n)
                 if self.dtype == np.float64:
                     self._block(slice(start, stop), out=K[start:stop])
-                    continue
-                if buffer is None or buffer.shape[0] != stop - start:
-                    buffer = np.empty((stop - start, n))
-                K[start:stop] = self._block(slice(start, stop), out=buffer)
+                else:
+                    if buffer is None or buffer.shape[0] != stop - start:
+                        buffer = np.empty((stop - start, n))
+                    block = self._block(slice(start, stop), out=buffer)
+                    with np.errstate(over="ignore"):
+                        K[start:stop] = block
+                # After the cast: a float64 value may overflow float32.
+                check_finite_kernel(K[start:stop])
             self._set_dense(K, budget)
         else:
             n_slots = max(2, int(budget // (8.0 * n)))
             self.columns = KernelColumns(n, compute=self._column, n_slots=n_slots)
             self.diag = self._diagonal()
+            check_finite_kernel(self.diag)
             self.is_dense = False
 
     def _set_dense(self, K, budget) -> None:
@@ -191,8 +213,19 @@ class KernelStore:
         return int(sum(a.nbytes for a in held if a is not None))
 
     def _block(self, rows, out=None) -> np.ndarray:
+        # Overflow is reported by check_finite_kernel, with advice.
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._block_values(rows, out)
+
+    def _block_values(self, rows, out=None) -> np.ndarray:
         if callable(self.kernel):
             block = kernel_matrix(self.X[rows], self.X, self.kernel, 0, 0, 0)
+            expected = (_n_rows(self.X, rows), self.n_samples)
+            if block.shape != expected:
+                raise ValueError(
+                    "The callable kernel must return a matrix of shape (n_X, "
+                    f"n_Y); it returned {block.shape} for {expected}."
+                )
             if out is None:
                 return block
             out[...] = block
@@ -209,9 +242,19 @@ class KernelStore:
         )
 
     def _column(self, g: int) -> np.ndarray:
-        return self._block(slice(g, g + 1))[0]
+        column = self._block(slice(g, g + 1))[0]
+        check_finite_kernel(column)
+        return column
 
     def _diagonal(self) -> np.ndarray:
+        if callable(self.kernel):
+            # Diagonals of blocks on the diagonal: _BLOCK_ROWS**2 values at once.
+            diag = np.empty(self.n_samples)
+            for start in range(0, self.n_samples, _BLOCK_ROWS):
+                rows = slice(start, min(start + _BLOCK_ROWS, self.n_samples))
+                block = kernel_matrix(self.X[rows], self.X[rows], self.kernel, 0, 0, 0)
+                diag[rows] = np.diag(block)
+            return diag
         sq = self._sq
         if self.kernel == "rbf":
             return np.ones(self.n_samples)

@@ -19,6 +19,7 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from numbers import Real
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,11 +28,13 @@ from sklearn_ext._fast._smo import gradient_from_alpha, update_gradient
 from sklearn_ext.svm._solver import PairProblem, repair_equality
 
 __all__ = [
+    "KeyedKernel",
     "WarmStartStore",
     "WarmStartSession",
     "StoredSolution",
     "data_fingerprint",
     "kernel_fingerprint",
+    "kernel_key",
     "rows_fingerprint",
     "seed_from_store",
 ]
@@ -61,17 +64,104 @@ def data_fingerprint(X, y) -> str:
     return _digest("dense", np.asarray(X), y)
 
 
-def kernel_fingerprint(kernel, gamma, degree, coef0, class_weight) -> str:
-    """A hash of what fixes the dual problem besides data, rows and ``C``.
+class KeyedKernel:
+    """A callable kernel with a declared identity, so warm starts may skip solves.
 
-    A callable kernel is identified by the object itself, so its solutions are
-    reused only within one process.
+    A :class:`WarmStartStore` identifies a kernel by what it computes. A named
+    kernel (``"rbf"``...) is identified by its name and parameters, but a plain
+    callable cannot be: its name and object id say nothing about its parameters
+    (a closure over ``gamma`` has the same name for every ``gamma``, and Python
+    reuses the id of a collected object). Solutions found with a plain callable
+    therefore only *seed* later solves, which then run SMO to ``tol``. Wrap the
+    callable in a ``KeyedKernel`` whose ``key`` names everything that fixes its
+    values (e.g. ``"laplacian:gamma=0.5"``) and its solutions may also be
+    reused exactly (the exact skip), and its kernel matrix kept.
+
+    Any callable with a ``warm_start_key`` string attribute is treated the same
+    way. Two kernels with the same key must compute the same values: the key is
+    trusted, so a key that does not describe the kernel gives wrong models.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(X, Y)`` returns the ``(n_X, n_Y)`` kernel matrix.
+    key : str
+        A non-empty string naming what ``function`` computes.
+
+    Attributes
+    ----------
+    warm_start_key : str
+        The key, as given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.metrics.pairwise import laplacian_kernel
+    >>> from sklearn_ext.svm import AlphaSeededSVC, KeyedKernel, WarmStartStore
+    >>> X = np.random.RandomState(0).normal(size=(60, 3))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> kernel = KeyedKernel(
+    ...     lambda A, B: laplacian_kernel(A, B, gamma=0.5), key="laplacian:0.5"
+    ... )
+    >>> store = WarmStartStore()
+    >>> _ = AlphaSeededSVC(C=1.0, kernel=kernel, warm_start_store=store).fit(X, y)
+    >>> again = AlphaSeededSVC(C=1.0, kernel=kernel, warm_start_store=store).fit(X, y)
+    >>> again.warm_start_skipped_
+    array([ True])
     """
-    if callable(kernel):
-        kernel = f"callable:{getattr(kernel, '__qualname__', '?')}:{id(kernel)}"
+
+    def __init__(self, function, key: str) -> None:
+        if not callable(function):
+            raise TypeError(
+                "The 'function' parameter of KeyedKernel must be a callable. Got "
+                f"{function!r} instead."
+            )
+        if not isinstance(key, str) or not key:
+            raise ValueError(
+                "The 'key' parameter of KeyedKernel must be a non-empty str. Got "
+                f"{key!r} instead."
+            )
+        self.function = function
+        self.warm_start_key = key
+
+    def __call__(self, X, Y):
+        return self.function(X, Y)
+
+    def __repr__(self) -> str:
+        return f"KeyedKernel(key={self.warm_start_key!r})"
+
+
+def kernel_key(kernel) -> str | None:
+    """What identifies ``kernel``'s values, or ``None`` for an undeclared callable.
+
+    A named kernel is its name; a callable is identified only by a declared
+    ``warm_start_key`` string (see :class:`KeyedKernel`), never by its object.
+    """
+    if not callable(kernel):
+        return str(kernel)
+    key = getattr(kernel, "warm_start_key", None)
+    if isinstance(key, str) and key:
+        return f"callable:{key}"
+    return None
+
+
+def kernel_fingerprint(
+    kernel, gamma, degree, coef0, class_weight, dtype: Any = "float64"
+) -> str:
+    """A hash of what fixes the dual problem besides data, rows, ``C`` and ``tol``.
+
+    The kernel (see :func:`kernel_key`; every callable without a declared key
+    shares one anonymous name, whose solutions only seed), its parameters, the
+    class weights and the precision of the stored kernel matrix.
+    """
+    name = kernel_key(kernel)
+    if name is None:
+        name = "callable:<no warm_start_key>"
     if isinstance(class_weight, dict):
         class_weight = sorted((repr(k), float(v)) for k, v in class_weight.items())
-    return _digest(kernel, float(gamma), int(degree), float(coef0), class_weight)
+    return _digest(
+        name, float(gamma), int(degree), float(coef0), class_weight, str(dtype)
+    )
 
 
 def rows_fingerprint(rows: np.ndarray) -> str:
@@ -85,9 +175,12 @@ class StoredSolution:
 
     ``alpha`` and ``G`` (the gradient ``Q alpha - 1``) run over the problem's
     rows in their order; ``at_bound`` says whether any alpha sits at its upper
-    bound ``C_i``. A solution read from a file another process wrote is not
-    ``trusted``: it only seeds, its gradient is recomputed from its alphas and
-    SMO checks it (0 iterations when it is optimal), never the exact skip.
+    bound ``C_i``; ``tol`` is the stopping tolerance it was solved to (it may
+    be reused as it is only by a solve asking for ``tol`` or looser). A
+    solution read from a file another process wrote, or found with a kernel
+    that has no declared key, is not ``trusted``: it only seeds, its gradient
+    is recomputed from its alphas and SMO checks it (0 iterations when it is
+    optimal), never the exact skip.
     """
 
     C: float
@@ -97,9 +190,17 @@ class StoredSolution:
     objective: float
     at_bound: bool
     trusted: bool = True
+    tol: float = math.inf
 
     @classmethod
-    def from_problem(cls, C: float, problem: PairProblem) -> StoredSolution:
+    def from_problem(
+        cls,
+        C: float,
+        problem: PairProblem,
+        *,
+        tol: float = math.inf,
+        trusted: bool = True,
+    ) -> StoredSolution:
         alpha = np.array(problem.alpha, dtype=np.float64)
         G = np.array(problem.G, dtype=np.float64)
         for array in (alpha, G):
@@ -111,7 +212,13 @@ class StoredSolution:
             rho=float(problem.rho),
             objective=problem.objective(),
             at_bound=bool(np.any(alpha >= problem.C)),
+            trusted=bool(trusted),
+            tol=float(tol),
         )
+
+    def reusable_at(self, tol: float) -> bool:
+        """Whether this solution may be returned as it is by a solve to ``tol``."""
+        return self.trusted and self.tol <= tol
 
 
 @dataclass
@@ -142,8 +249,12 @@ class WarmStartStore:
     solution is stored under its own training rows), by
     :func:`~sklearn_ext.svm.svm_c_path_cv` and by ``TreeCVObjective`` trials.
     A problem is identified by the data (a hash of ``X`` and ``y``), the
-    kernel parameters and class weights, the training rows and the pair of
-    classes; for each it keeps the solution at every finished ``C``.
+    kernel (its name and parameters, or a callable's declared
+    :class:`KeyedKernel` key), the class weights, the kernel precision, the
+    training rows and the pair of classes; for each it keeps the solution at
+    every finished ``C`` with the tolerance it was solved to. A solution is
+    reused as it is only by a solve at the same or a looser ``tol``, and never
+    for a callable kernel without a declared key (such solutions only seed).
 
     A new ``C'`` starts from the stored ``C`` nearest in log scale: the alphas
     clipped to ``[0, C']`` and the equality constraint repaired (``scale=True``
@@ -274,21 +385,25 @@ class WarmStartStore:
                 if entry is not None:
                     self._n_solutions -= len(entry.solutions)
                 entry = self._slots[slot] = _Slot(data)
-            if solution.C not in entry.solutions:
+            old = entry.solutions.get(solution.C)
+            if old is None:
                 self._n_solutions += 1
-            entry.solutions[solution.C] = solution
+            if old is None or _rank(solution) <= _rank(old):
+                entry.solutions[solution.C] = solution
             self._slots.move_to_end(slot)
             while self._n_solutions > self.max_solutions and len(self._slots) > 1:
                 _, old = self._slots.popitem(last=False)
                 self._n_solutions -= len(old.solutions)
 
     def lookup(
-        self, slot: tuple, data: str, C: float
+        self, slot: tuple, data: str, C: float, *, tol: float = 0.0
     ) -> tuple[StoredSolution, bool] | None:
         """The solution to start ``C`` from, and whether it is already optimal.
 
-        Returns ``None`` when nothing is stored for ``slot`` or the stored
-        solutions were found on other data (a warning is issued, once).
+        A stored solution counts as optimal only if it was solved to ``tol`` or
+        tighter (the default ``tol=0`` never skips). Returns ``None`` when
+        nothing is stored for ``slot`` or the stored solutions were found on
+        other data (a warning is issued, once).
         """
         C = _check_C(C)
         with self._lock:
@@ -307,15 +422,18 @@ class WarmStartStore:
             if entry is None or not entry.solutions:
                 self.n_misses += 1
                 return None
-            found = _choose(entry.solutions, C)
+            found = _choose(entry.solutions, C, tol)
             self.n_hits += 1
             self.n_skips += int(found[1])
             return found
 
     # -- kernel ------------------------------------------------------------------
-    def kernel_store(self, key: tuple, build):
-        """The kept kernel store for ``key``, or ``build()`` (kept if dense)."""
-        if not self.keep_kernel:
+    def kernel_store(self, key: tuple | None, build):
+        """The kept kernel store for ``key``, or ``build()`` (kept if dense).
+
+        ``key=None`` (a kernel that cannot be identified) always builds.
+        """
+        if not self.keep_kernel or key is None:
             return build()
         with self._lock:
             if self._kernel is not None and self._kernel[0] == key:
@@ -328,12 +446,19 @@ class WarmStartStore:
         return store
 
 
-def _choose(solutions: dict[float, StoredSolution], C: float):
+def _rank(solution: StoredSolution) -> tuple[bool, float]:
+    """Sort key of two solutions at one ``C``: trusted first, then tighter."""
+    return (not solution.trusted, solution.tol)
+
+
+def _choose(solutions: dict[float, StoredSolution], C: float, tol: float):
     """The exact skip if one applies, else the nearest ``C`` in log scale."""
-    if C in solutions and solutions[C].trusted:
+    if C in solutions and solutions[C].reusable_at(tol):
         return solutions[C], True
     free_below = [
-        c for c, s in solutions.items() if c < C and not s.at_bound and s.trusted
+        c
+        for c, s in solutions.items()
+        if c < C and not s.at_bound and s.reusable_at(tol)
     ]
     if free_below:
         return solutions[max(free_below)], True
@@ -410,8 +535,8 @@ class WarmStartSession:
         with self._lock:
             self.new_solutions.append((slot, data, solution))
 
-    def lookup(self, slot, data, C):
-        found = self.store.lookup(slot, data, C)
+    def lookup(self, slot, data, C, *, tol=0.0):
+        found = self.store.lookup(slot, data, C, tol=tol)
         with self._lock:
             if found is None:
                 self.n_misses += 1

@@ -1,0 +1,183 @@
+"""The bad-input table (issue 17): each case a clear error or a correct result.
+
+One row per case of the audit: degenerate inputs scikit-learn refuses, stores
+fed confusing keys, kernels beyond the memory budget, splitters whose training
+rows are not the complement of their test folds, and unclear errors. Cases that
+already held when the audit ran are kept here so that they keep holding.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.preprocessing import scale
+from sklearn.svm import SVC
+
+from sklearn_ext import tree_cross_validate
+from sklearn_ext.linear_model import (
+    LeastSquaresSGDRegressor,
+    LogisticSGDClassifier,
+    PegasosClassifier,
+)
+from sklearn_ext.svm import AlphaSeededSVC, KernelStore, alpha_seeded_cv
+from sklearn_ext.svm._solver import PairProblem
+
+NATIVE = [PegasosClassifier, LogisticSGDClassifier, LeastSquaresSGDRegressor]
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return scale(X), y
+
+
+@pytest.fixture(scope="module")
+def small():
+    X, y = make_classification(n_samples=120, n_features=6, random_state=0)
+    return scale(X), y
+
+
+# -- degenerate input: refuse what scikit-learn refuses -----------------------------
+@pytest.mark.parametrize("weight", [-1, 0, 0.0, np.inf, np.nan])
+def test_class_weight_must_be_positive(small, weight):
+    X, y = small
+    message = "The 'class_weight' parameter of AlphaSeededSVC must map each class"
+    with pytest.raises(ValueError, match=message):
+        AlphaSeededSVC(class_weight={0: weight, 1: 1}).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        alpha_seeded_cv(AlphaSeededSVC(class_weight={0: weight}), X, y, cv=3)
+    if weight in (-1, 0):
+        with pytest.raises(ValueError):  # scikit-learn refuses them too
+            SVC(class_weight={0: weight, 1: 1}).fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "sigmoid"])
+@pytest.mark.parametrize("factor", [1e300, 1e160])
+def test_huge_values_in_X_are_refused(cancer, kernel, factor):
+    X, y = cancer
+    with pytest.raises(ValueError, match="need to be preprocessed"):
+        AlphaSeededSVC(kernel=kernel).fit(X * factor, y)
+
+
+def test_huge_values_in_a_float32_kernel_are_refused(small):
+    # Finite in float64, infinite once stored as float32.
+    X, y = small
+    with pytest.raises(ValueError, match="kernel values are not finite"):
+        AlphaSeededSVC(kernel="linear", kernel_dtype="float32").fit(X * 1e20, y)
+
+
+def test_non_finite_kernel_in_the_column_cache_is_refused(small):
+    X, y = small
+
+    def kernel(A, B):
+        K = A @ B.T
+        K[K > 2.0] = np.nan
+        return K
+
+    with pytest.raises(ValueError, match="kernel values are not finite"):
+        AlphaSeededSVC(kernel=kernel, cache_size=0.01).fit(X, y)
+
+
+def test_non_finite_dual_coefficients_raise_as_in_svc(small):
+    X, y = small
+    model = AlphaSeededSVC()
+    model.classes_ = np.array([0, 1])
+    idx = np.arange(4, dtype=np.intp)
+    problem = PairProblem(
+        0, 1, idx, np.array([1.0, -1.0, 1.0, -1.0]), np.ones(4), np.full(4, np.nan)
+    )
+    problem.G = np.zeros(4)
+    problem.rho = np.nan
+    with pytest.raises(ValueError, match="dual coefficients or intercepts are not"):
+        model._set_model([problem], X[:4], 1.0, 2)
+
+
+@pytest.mark.parametrize("Learner", NATIVE)
+def test_native_learners_refuse_overflowing_data(cancer, Learner):
+    X, y = cancer
+    with pytest.raises(ValueError, match="squared row norms overflow"):
+        Learner().fit(X * 1e300, y)
+
+
+@pytest.mark.parametrize("Learner", [PegasosClassifier, LogisticSGDClassifier])
+def test_native_learners_refuse_overflowing_weights(cancer, Learner):
+    X, y = cancer
+    # Finite squared norms, but the steps overflow the weights.
+    with pytest.raises(ValueError, match=r"overflowed .* step size \(eta_t"):
+        Learner().fit(X * 1e150, y)
+    with pytest.raises(ValueError, match=r"max \|X\| = 1.21e\+151"):
+        Learner().partial_fit(X * 1e150, y, classes=[0, 1])
+
+
+@pytest.mark.parametrize("Learner", NATIVE)
+def test_native_learners_are_fine_on_scaled_data(cancer, Learner):
+    X, y = cancer
+    model = Learner(max_iter=5, shuffle=True, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.coef_)) and model.score(X, y) > 0.5
+
+
+# -- callable kernels within cache_size ------------------------------------------------
+def test_callable_kernel_stays_within_cache_size():
+    X = np.random.RandomState(0).normal(size=(3000, 4))
+    store = KernelStore(X, lambda A, B: rbf_kernel(A, B, gamma=0.5), 0, 3, 0, 1.0)
+    assert not store.is_dense  # the dense matrix would take 72 MB
+    assert store.nbytes <= 2**20
+    rows = np.array([0, 5, 2999])
+    reference = rbf_kernel(X[rows], X[rows], gamma=0.5)
+    assert_allclose(store.block(rows, rows), reference, rtol=1e-12)
+    assert_allclose(store.diag, np.ones(3000))
+
+
+def test_callable_kernel_model_does_not_depend_on_cache_size(small):
+    X, y = small
+
+    def kernel(A, B):
+        return rbf_kernel(A, B, gamma=0.3)
+
+    full = AlphaSeededSVC(kernel=kernel, tol=1e-6).fit(X, y)
+    bounded = AlphaSeededSVC(kernel=kernel, tol=1e-6, cache_size=0.01).fit(X, y)
+    assert_allclose(bounded.decision_function(X), full.decision_function(X), atol=1e-6)
+    named = AlphaSeededSVC(gamma=0.3, tol=1e-6).fit(X, y)
+    assert_allclose(bounded.decision_function(X), named.decision_function(X), atol=1e-6)
+
+
+def test_callable_kernel_of_the_wrong_shape_is_refused(small):
+    X, y = small
+    with pytest.raises(ValueError, match="callable kernel must return"):
+        AlphaSeededSVC(kernel=lambda A, B: rbf_kernel(A, B)[:, 1:]).fit(X, y)
+
+
+# -- cases that held when the audit ran ----------------------------------------
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_X_is_refused(small, bad):
+    X, y = small
+    X = X.copy()
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="Input X contains"):
+        AlphaSeededSVC().fit(X, y)
+    with pytest.raises(ValueError, match="Input X contains"):
+        PegasosClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="Input X contains"):
+        tree_cross_validate(PegasosClassifier(), X, y, cv=3)
+
+
+def test_one_class_is_refused(small):
+    X, _ = small
+    with pytest.raises(ValueError, match="number of classes has to be greater"):
+        AlphaSeededSVC().fit(X, np.zeros(len(X)))
+
+
+def test_sparse_input_gives_the_dense_model(small):
+    X, y = small
+    dense = AlphaSeededSVC(tol=1e-6).fit(X, y)
+    sparse = AlphaSeededSVC(tol=1e-6).fit(sp.csr_matrix(X), y)
+    assert_allclose(sparse.decision_function(X), dense.decision_function(X), atol=1e-8)
+
+
+def test_results_do_not_depend_on_n_jobs(small):
+    X, y = small
+    one = tree_cross_validate(PegasosClassifier(random_state=0), X, y, cv=4)
+    two = tree_cross_validate(PegasosClassifier(random_state=0), X, y, cv=4, n_jobs=2)
+    assert_array_equal(one["test_score"], two["test_score"])
