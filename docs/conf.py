@@ -15,10 +15,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import sys
 import warnings
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))  # gallery_order
 
 import sklearn_ext  # noqa: E402
 
@@ -194,7 +196,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/(?!gornitz_|plot_gornitz_)[^/]+\.py$",
     "ignore_pattern": r"^_",  # Helper modules (_gornitz.py), not examples.
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.example_order",
     "doc_module": ("sklearn_ext", "optuna_treecv"),
     "backreferences_dir": "generated/backreferences",
     "reference_url": {"sklearn_ext": None, "optuna_treecv": None},
@@ -214,7 +216,7 @@ html_title = f"optuna-treecv {release}"
 html_static_path: list[str] = []
 html_show_sourcelink = False
 html_theme_options = {
-    "header_links_before_dropdown": 6,
+    "header_links_before_dropdown": 7,
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],

@@ -427,3 +427,28 @@ def test_threads_stream_the_same_leaves(estimator, scoring, global_random_seed):
         assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]
         results.append(result)
     assert_array_equal(results[0]["test_score"], results[1]["test_score"])
+
+
+@pytest.mark.parametrize("scoring", [None, "f1_macro"])
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_overflowing_models_raise_the_learners_error(scoring, n_jobs):
+    X, y = _data(0, n_samples=120)
+    X = X + 1.0  # no zero rows
+    with pytest.raises(ValueError, match=r"overflowed .* step size \(eta_t"):
+        tree_cross_validate(
+            PegasosClassifier(), X * 1e150, y, cv=8, scoring=scoring, n_jobs=n_jobs
+        )
+    with pytest.raises(ValueError, match="squared row norms overflow"):
+        tree_cross_validate(PegasosClassifier(), X * 1e300, y, cv=8, n_jobs=n_jobs)
+
+
+def test_the_walker_stops_at_a_non_finite_state():
+    X, y = _data(0, n_samples=60)
+    task = _task(PegasosClassifier(), (X + 1.0) * 1e150, y, cv=4, order="fixed")
+    model, _ = clone(task.estimator)._native_model(task)
+    columns = _columns(4)
+    calls = []
+    error = _walk(model, task.plan, (0, 3), columns, lambda *args: calls.append(args))
+    assert isinstance(error, _tree.NonFiniteState) and columns[-1][0] == 1
+    assert error.leaf == 0 and not np.all(np.isfinite(error.state))
+    assert calls == [] and np.isnan(columns[0]).all()  # Neither scored nor reported.

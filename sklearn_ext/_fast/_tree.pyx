@@ -9,7 +9,7 @@ scikit-learn's tree builder drives any ``Criterion``. The linear learners
 kernels; ``sklearn_ext.model_selection.NativeTreeBackend`` drives them all.
 """
 
-from libc.math cimport NAN
+from libc.math cimport NAN, isfinite
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -23,6 +23,32 @@ cdef inline double now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+class NonFiniteState(ValueError):
+    """A leaf's model state holds infinity or NaN: training overflowed float64.
+
+    :func:`run_subtree` returns it (and stops) instead of scoring such a leaf.
+    ``leaf`` is the leaf and ``state`` a copy of its state, from which the
+    estimator can build a message of its own.
+    """
+
+    def __init__(self, leaf, state):
+        super().__init__(
+            f"The model of leaf {leaf} holds infinity or NaN: its training steps "
+            "overflowed float64. Scale the input data, e.g. with StandardScaler "
+            "or MinMaxScaler."
+        )
+        self.leaf = leaf
+        self.state = state
+
+
+cdef inline bint all_finite(const double* values, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if not isfinite(values[i]):
+            return False
+    return True
 
 
 cdef class NativeModel:
@@ -197,6 +223,8 @@ def run_subtree(
     is reused: copy it to keep it). If the callback raises, ``stop[0]`` is set
     and the exception is returned (not raised); every call sharing ``stop``
     ends at its next node, and none calls its callback once ``stop[0]`` is set.
+    A leaf whose state holds infinity or NaN is neither scored nor reported:
+    the walk stops the same way and returns a :class:`NonFiniteState`.
     Returns None when the subtree ran to the end.
     """
     cdef Py_ssize_t L = model.n_state
@@ -265,6 +293,12 @@ def run_subtree(
                 fit_time[s] = train
                 fed = 0
                 train = 0.0
+                if not all_finite(&levels[b, 0], L):
+                    with gil:
+                        if stop[0] == 0:
+                            error = NonFiniteState(s, levels_arr[b].copy())
+                            stop[0] = 1
+                    continue
                 if native_score:
                     tic = now()
                     scores[s] = model.score(

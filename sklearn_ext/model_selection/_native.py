@@ -36,11 +36,14 @@ class NativeTreeBackend(Backend):
     classifiers; mean squared / absolute error and R^2 for the regressor; the
     AUROC for the anomaly detector, each also as ``scoring=None``); any other
     ``scoring`` is computed by the task's scikit-learn scorer on an estimator
-    rebuilt from the leaf's state. With ``n_jobs > 1`` the top of the tree is
-    grown level by level until there is one subtree per thread, and the
-    threads walk their subtrees without the GIL (threads rather than joblib
-    workers, because the subtrees share the kernel's data and write into the
-    same result columns).
+    rebuilt from the leaf's state. A leaf whose model overflowed to infinity
+    or NaN raises a ``ValueError`` (the estimator's own, when rebuilding it
+    from that state raises one) instead of a score.
+
+    With ``n_jobs > 1`` the top of the tree is grown level by level until
+    there is one subtree per thread, and the threads walk their subtrees
+    without the GIL (threads rather than joblib workers, because the subtrees
+    share the kernel's data and write into the same result columns).
 
     See ``docs/architecture.md`` ("Adding a native learner") for the model
     interface.
@@ -136,6 +139,8 @@ class NativeTreeBackend(Backend):
         else:
             errors = _run_threaded(plan, root_state, n_jobs, feed, subtree)
         for error in errors:
+            if isinstance(error, _tree.NonFiniteState):
+                rebuild(error.state)  # The estimator's own message, if it has one.
             if error is not None:
                 raise error
         if streaming:
