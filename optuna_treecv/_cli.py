@@ -547,6 +547,7 @@ def _cv(args) -> int:
                 scoring=args.scoring,
                 method=method,
                 n_jobs=args.n_jobs,
+                error_score="raise",
             )
         except (TypeError, ValueError, AttributeError) as exc:
             # AttributeError: e.g. a scoring that needs predict_proba.

@@ -344,6 +344,9 @@ class TreeCVObjective:
                 n_jobs=self.n_jobs,
                 fit_params=self.fit_params,
                 leaf_callback=progress,
+                # A fold that cannot be scored fails the trial with its reason
+                # (Optuna records it; `catch=` decides), not a silent nan.
+                error_score="raise",
             )
         except optuna.TrialPruned:
             details = progress.record(backend, time.perf_counter() - tic)

@@ -465,3 +465,11 @@ def test_identity_values_are_stable_across_processes(data):
     assert identity["treecv_search_space"].startswith("callable ")
     assert identity["treecv_scoring"].endswith("scorer")
     assert " at 0x" not in json.dumps(identity)
+
+
+def test_a_fold_that_cannot_be_scored_fails_the_trial_with_its_reason(data):
+    # Hinge loss has no predict_proba: the trial fails with that reason, not nan.
+    X, y = data
+    objective = TreeCVObjective(sgd(), SPACE, X, y, cv=3, scoring="neg_log_loss")
+    with pytest.raises(AttributeError, match="predict_proba"):
+        objective(FixedTrial({"alpha": 1e-3}))
