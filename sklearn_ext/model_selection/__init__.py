@@ -17,11 +17,16 @@ from sklearn_ext.model_selection._choice import TreeCVFallbackWarning, choose_ba
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
 from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.model_selection._plan import FoldPlan
-from sklearn_ext.model_selection._prefix_cache import PrefixCache
 from sklearn_ext.model_selection._refit import one_standard_error_rule
+from sklearn_ext.model_selection._regime import (
+    TreeCVRegimeWarning,
+    fit_is_one_pass,
+    one_pass_estimator,
+)
 from sklearn_ext.model_selection._search import TreeCVSearchCV
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.model_selection._validation import tree_cross_validate
+from sklearn_ext.utils._prefix_cache import PrefixCache
 
 __all__ = [
     "Backend",
@@ -36,9 +41,12 @@ __all__ = [
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
     "TreeCVFallbackWarning",
+    "TreeCVRegimeWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",
+    "fit_is_one_pass",
+    "one_pass_estimator",
     "one_standard_error_rule",
     "tree_cross_validate",
 ]

@@ -178,7 +178,9 @@ class LeafTable(Sequence):
 class CVTask:
     """Everything a backend needs for one cross-validation run.
 
-    ``X`` is a validated ndarray or CSR matrix and ``y`` an ndarray or ``None``.
+    ``X`` is a validated ndarray or CSR matrix (or, for the Python tree and
+    the standard backend, a DataFrame or an object array of rows such as
+    texts) and ``y`` an ndarray or ``None``.
     """
 
     estimator: Any
@@ -198,7 +200,8 @@ class CVTask:
     def rows(self, indices: np.ndarray) -> tuple[Any, Any, dict[str, Any]]:
         """``X``, ``y`` and sample-aligned fit params restricted to ``indices``."""
         key = _as_slice(indices)
-        X = self.X[key]
+        # A DataFrame's rows (and column names) are taken as scikit-learn does.
+        X = _safe_indexing(self.X, indices) if hasattr(self.X, "iloc") else self.X[key]
         y = None if self.y is None else self.y[key]
         n_samples = self.plan.n_samples
         params = {
@@ -487,9 +490,13 @@ def _emit_all(task: CVTask, leaves) -> LeafTable:
 class StandardBackend(Backend):
     """``k`` independent fits: the reference and the fallback.
 
-    An estimator with ``partial_fit`` is fed each fold's training rows in the
-    plan's order, update by update, exactly as the tree feeds them; any other
-    estimator is fit with ``fit`` on the fold's training rows.
+    Each fold's model is the estimator's own ``fit`` on the fold's training
+    rows (in the plan's order), as in ``cross_validate``: this is the switch
+    that scores a learner's ``fit`` when it trains differently from the one
+    ordered pass the tree scores (``SGDClassifier``'s epochs). A learner whose
+    ``fit`` is that one pass (see :func:`fit_is_one_pass`) is instead fed the
+    fold's rows update by update through ``partial_fit``, exactly as the tree
+    feeds them: the same model, bit for bit, as the tree's.
     """
 
     name = "standard"
@@ -523,9 +530,11 @@ def _estimator(backend: Backend, task: CVTask):
 
 
 def _standard_fold(task: CVTask, estimator, fold: int) -> LeafResult:
+    from sklearn_ext.model_selection._regime import fit_is_one_pass
+
     learner = _Learner(clone(estimator))
     meter = _Meter()
-    if PythonTreeBackend.accepts(learner.model):
+    if PythonTreeBackend.accepts(learner.model) and fit_is_one_pass(learner.model):
         for rows in task.plan.train_segments(fold):
             _partial_fit(task, learner, rows, meter)
     else:
