@@ -46,12 +46,13 @@ def digits():
 @pytest.mark.parametrize("estimator", [MultinomialNB(), BernoulliNB()])
 def test_naive_bayes_equals_cross_validate_k10(estimator, digits):
     X, y = digits
-    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(10))
+    # "auto" would pick the exact statistics backend: the tree is asked for.
+    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(10), method="treecv")
     ref = cross_validate(estimator, X, y, cv=KFold(10))
     assert_array_equal(ours["test_score"], ref["test_score"])
     assert ours["backend"] == "python_tree"
     # An int cv stratifies for classifiers, as scikit-learn's cross_validate does.
-    ours = tree_cross_validate(estimator, X, y, cv=10)
+    ours = tree_cross_validate(estimator, X, y, cv=10, method="treecv")
     ref = cross_validate(estimator, X, y, cv=StratifiedKFold(10))
     assert_array_equal(ours["test_score"], ref["test_score"])
 
@@ -59,7 +60,7 @@ def test_naive_bayes_equals_cross_validate_k10(estimator, digits):
 @pytest.mark.parametrize("estimator", [MultinomialNB(), BernoulliNB()])
 def test_naive_bayes_leave_one_out(estimator, digits):
     X, y = digits[0][:300], digits[1][:300]
-    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(300))
+    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(300), method="treecv")
     ref = cross_validate(estimator, X, y, cv=LeaveOneOut())
     assert_array_equal(ours["test_score"], ref["test_score"])
     assert ours["n_samples_fed"] <= (math.log2(300) + 1) * 300
@@ -86,7 +87,9 @@ def test_property_treecv_equals_standard_for_multinomial_nb(counts):
     def log_likelihood(est, X, y):
         return est.predict_log_proba(X)[np.arange(len(y)), y].sum()
 
-    ours = tree_cross_validate(MultinomialNB(), X, y, cv=cv, scoring=log_likelihood)
+    ours = tree_cross_validate(
+        MultinomialNB(), X, y, cv=cv, scoring=log_likelihood, method="treecv"
+    )
     # Reference: one model per fold from a single batch update on all its rows.
     ref = [
         log_likelihood(

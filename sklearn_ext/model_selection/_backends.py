@@ -283,6 +283,11 @@ class Backend(ABC):
     #: ``None`` (per fold only).
     extras: ClassVar[dict[str, str | None]] = {}
 
+    #: Whether the backend trains each fold on the plan's own training rows
+    #: (``plan.train_indices``) when a splitter's are not the complement of its
+    #: test fold; the others are refused such plans (``check_training_rows``).
+    own_training_rows: ClassVar[bool] = False
+
     #: The store handed to the estimator's ``warm_start_store`` (see
     #: :meth:`with_store`), or None.
     store = None
@@ -496,10 +501,12 @@ class StandardBackend(Backend):
     ordered pass the tree scores (``SGDClassifier``'s epochs). A learner whose
     ``fit`` is that one pass (see :func:`fit_is_one_pass`) is instead fed the
     fold's rows update by update through ``partial_fit``, exactly as the tree
-    feeds them: the same model, bit for bit, as the tree's.
+    feeds them: the same model, bit for bit, as the tree's. A splitter's own
+    training rows (a purged K-fold's) are honoured as given.
     """
 
     name = "standard"
+    own_training_rows = True
 
     @classmethod
     def accepts(cls, estimator) -> bool:

@@ -193,11 +193,14 @@ def scored_estimator(estimator, backend, *, classes=None):
     regime : {"one_pass", "fit"}
         ``"one_pass"`` when the folds are one ordered pass of ``partial_fit``
         (the tree backends), ``"fit"`` when they are the learner's own ``fit``
-        (the standard and alpha-seeding backends).
+        (the standard, alpha-seeding and exact statistics backends).
     """
     from sklearn_ext.model_selection._backends import StandardBackend
 
-    if isinstance(backend, StandardBackend) or backend.name == "alpha_seeding":
+    if isinstance(backend, StandardBackend) or backend.name in (
+        "alpha_seeding",
+        "exact",  # Each fold is the learner's own fit, made from statistics.
+    ):
         return estimator, "fit"
     if not callable(getattr(estimator, "partial_fit", None)):
         return estimator, "fit"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from numbers import Integral, Real
 from traceback import format_exc
 from typing import Any
@@ -18,6 +18,7 @@ from sklearn.base import (
     is_regressor,
 )
 from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import type_of_target
@@ -33,7 +34,11 @@ from sklearn_ext.model_selection._backends import (
     accepts_classes,
 )
 from sklearn_ext.model_selection._choice import METHODS, choose_backend
-from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed
+from sklearn_ext.model_selection._plan import (
+    FoldPlan,
+    _draw_seed,
+    check_training_rows,
+)
 from sklearn_ext.model_selection._regime import scored_estimator, warn_about_regime
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.utils._param_validation import validate_params
@@ -213,11 +218,13 @@ def tree_cross_validate(
     >>> from sklearn.naive_bayes import MultinomialNB
     >>> from sklearn_ext import tree_cross_validate
     >>> X, y = load_digits(return_X_y=True)
-    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10)
+    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10, method="treecv")
     >>> result["test_score"].shape
     (10,)
     >>> result["backend"], result["n_samples_fed"] < 5 * len(X)
     ('python_tree', True)
+    >>> tree_cross_validate(MultinomialNB(), X, y, cv=10)["backend"]  # one pass
+    'exact'
     """
     backend = choose_backend(estimator, method)
     X_given = X
@@ -232,6 +239,7 @@ def tree_cross_validate(
         order=order,
         random_state=random_state,
     )
+    check_training_rows(plan, backend)
     all_classes = _classes(estimator, y, classes)
     scored, regime = scored_estimator(estimator, backend, classes=all_classes)
     if regime == "one_pass":
@@ -338,6 +346,12 @@ def make_fold_plan(
         if stratify and np.min(np.unique(y, return_counts=True)[1]) < cv:
             stratify = False  # StratifiedKFold cannot fill every chunk with a class.
         cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
+    elif (
+        isinstance(cv, Iterable)
+        and not isinstance(cv, str)
+        and not hasattr(cv, "split")
+    ):
+        cv = check_cv(cv)  # (train, test) pairs, as scikit-learn takes them
     elif not hasattr(cv, "split") or isinstance(cv, str):
         raise ValueError(
             "The 'cv' parameter must be an int in the range [2, n_samples], a "
@@ -381,6 +395,7 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
             return _named(_mean_score_samples)
     try:
         scorer = check_scoring(estimator, scoring)
+        _check_response_methods(estimator, scorer)
     except (ValueError, TypeError) as exc:
         raise ValueError(
             f"Invalid scoring={scoring!r} for {type(estimator).__name__}: {exc}"
@@ -388,6 +403,22 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
     if isinstance(scoring, list | tuple | set | dict):
         return scorer
     return _named(scorer)
+
+
+def _check_response_methods(estimator, scorer) -> None:
+    """Raise now, not at the first fold, if a scorer needs a missing method."""
+    scorers = getattr(scorer, "_scorers", {"score": scorer})
+    for name, one in scorers.items():
+        methods = getattr(one, "_response_method", None)
+        if methods is None:
+            continue
+        methods = (methods,) if isinstance(methods, str) else tuple(methods)
+        if not any(hasattr(estimator, method) for method in methods):
+            which = "it" if len(scorers) == 1 else f"the scorer {name!r}"
+            raise ValueError(
+                f"{which} calls {' or '.join(methods)}, which "
+                f"{type(estimator).__name__} does not have"
+            )
 
 
 def _named(scorer) -> Callable[[Any, Any, Any], dict[str, float]]:
@@ -450,6 +481,13 @@ def _validate_data(X, y, *, as_given: bool = False):
         )
     if y is not None:
         check_consistent_length(X, y)
+        if y.dtype == object:
+            n_none = sum(value is None for value in y.ravel())
+            if n_none:
+                raise ValueError(
+                    f"The 'y' parameter must not contain None; got None in "
+                    f"{n_none} of {y.shape[0]} samples."
+                )
     return X, y
 
 
