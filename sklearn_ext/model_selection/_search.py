@@ -162,7 +162,7 @@ class TreeCVSearchCV(BaseSearchCV):
         Class labels (with ``refit``, for classifiers).
     n_features_in_ : int
         Number of features seen during ``fit`` (with ``refit``).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (with ``refit``, when ``X`` had
         string column names).
 
