@@ -426,6 +426,13 @@ def _optimize_until_ctrl_c(study, func, **kwargs) -> bool:
 
     def on_sigint(signum, frame):
         received.append(signum)
+        # Should the KeyboardInterrupt be swallowed (Python ignores exceptions
+        # in garbage-collection callbacks), the study still stops after the
+        # running trial.
+        try:
+            study.stop()
+        except RuntimeError:  # Not inside optimize's loop any more.
+            pass
         raise KeyboardInterrupt
 
     main_thread = threading.current_thread() is threading.main_thread()
@@ -441,7 +448,7 @@ def _optimize_until_ctrl_c(study, func, **kwargs) -> bool:
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
-    return False
+    return bool(received)
 
 
 def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -> int:
