@@ -103,6 +103,8 @@ def test_native_learners_refuse_overflowing_data(cancer, Learner):
     X, y = cancer
     with pytest.raises(ValueError, match="squared row norms overflow"):
         Learner().fit(X * 1e300, y)
+    with pytest.raises(ValueError, match="squared row norms overflow"):
+        Learner().fit(sp.csr_matrix(X * 1e300), y)
 
 
 @pytest.mark.parametrize("Learner", [PegasosClassifier, LogisticSGDClassifier])

@@ -39,6 +39,9 @@ from sklearn_ext.utils._prefix_cache import (
     resume_from_prefix,
 )
 
+#: Values per block of the data-scale pass (256 KiB of float64).
+_SCALE_BLOCK = 1 << 15
+
 #: Rows per batch of the prefix-sharing first epoch (``cache``).
 _PREFIX_BATCH_SIZE = 1024
 
@@ -68,11 +71,34 @@ def as_kernel_input(X):
 
 
 def _data_scale(X) -> float:
-    """``max |X|`` without a copy of ``X``."""
-    values = X.data if sp.issparse(X) else X
-    if values.size == 0:
-        return 0.0
-    return float(max(values.max(), -values.min()))
+    """``max |X|`` in one pass and without a copy of ``X``."""
+    values = X.data if sp.issparse(X) else X.reshape(-1)
+    scale = 0.0
+    # Blocks that stay in cache: max and min cost one pass over memory, and
+    # no BLAS call (whose threads stall on a loaded machine).
+    for start in range(0, values.size, _SCALE_BLOCK):
+        block = values[start : start + _SCALE_BLOCK]
+        scale = max(scale, float(block.max()), -float(block.min()))
+    return scale
+
+
+def _row_norms_overflow(X) -> bool:
+    """Whether a squared row norm of ``X`` (as the kernel sums it) overflows.
+
+    float32 rows cannot (the kernel sums their squares in float64). For
+    float64, rows are summed one by one only when ``max |X|`` says one might.
+    """
+    if X.dtype != np.float64 or X.shape[0] == 0:
+        return False
+    limit = np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1))
+    if _data_scale(X) <= limit:
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        if sp.issparse(X):
+            squares = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        else:
+            squares = np.einsum("ij,ij->i", X, X)
+        return not np.all(np.isfinite(squares + 1.0))
 
 
 class BaseNativeSGD(BaseEstimator):
@@ -122,15 +148,15 @@ class BaseNativeSGD(BaseEstimator):
 
     def _check_data_scale(self, X) -> None:
         """Raise if the kernel's squared row norms of ``X`` would overflow."""
-        scale = _data_scale(X)
-        if scale > np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1)):
-            # The kernel's squared row norms would overflow: no step applies.
-            raise ValueError(
-                f"X holds values up to {scale:.3g} in absolute value, too large "
-                f"for {type(self).__name__}: the squared row norms overflow "
-                f"float64, so no step ({self._step_size()}) can be taken. Scale "
-                "the input data, e.g. with StandardScaler or MinMaxScaler."
-            )
+        if not _row_norms_overflow(X):
+            return
+        # The kernel's squared row norms would overflow: no step applies.
+        raise ValueError(
+            f"X holds values up to {_data_scale(X):.3g} in absolute value, too "
+            f"large for {type(self).__name__}: the squared row norms overflow "
+            f"float64, so no step ({self._step_size()}) can be taken. Scale "
+            "the input data, e.g. with StandardScaler or MinMaxScaler."
+        )
 
     def _init_state(self, n_features: int) -> None:
         self._state = _sgd.new_state(self._n_models(), n_features, self._average)
