@@ -68,6 +68,10 @@ add_module_names = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+# numpydoc shows the docstring of an attribute that is a property, and those
+# inherited from scikit-learn (``n_features_in_``...) cite its glossary
+# (":term:`fit`"), which exists only with intersphinx: plain text here.
+suppress_warnings = ["ref.term"]
 
 
 def skip_member(app, what, name, obj, skip, options):

@@ -105,9 +105,9 @@ def refit_estimator(
     """Fit the chosen trial's model on all the data, trained as it was scored.
 
     The final model of a study (the CLI's and the Görnitz scripts' too). When
-    the trial was scored by a tree backend (``backend`` attribute
-    ``python_tree``, ``native_tree``...), its folds were one ordered pass of
-    ``partial_fit``; the model returned is then
+    the trial was scored by a tree backend (the backend recorded in its
+    ``cv`` attribute is ``python_tree``, ``native_tree``...), its folds were
+    one ordered pass of ``partial_fit``; the model returned is then
     :func:`~sklearn_ext.model_selection.one_pass_estimator` of the learner
     (the learner itself when its ``fit`` is that pass, else a
     :class:`~sklearn_ext.TreeCVEstimator` around it) fitted on all rows, so
@@ -167,7 +167,7 @@ def refit_estimator(
     else:
         values = suggest_params(FixedTrial(trial.params, trial.number), params)
     model = clone(estimator).set_params(**values)
-    if trial.user_attrs.get("backend") not in _FIT_BACKENDS and callable(
+    if _scored_backend(trial) not in _FIT_BACKENDS and callable(
         getattr(model, "partial_fit", None)
     ):
         classes = np.unique(y) if is_classifier(model) and y is not None else None
@@ -179,6 +179,14 @@ def refit_estimator(
 
 #: Backends whose folds are the learner's own ``fit`` (refit with ``fit``).
 _FIT_BACKENDS = ("standard", "alpha_seeding")
+
+
+def _scored_backend(trial: FrozenTrial) -> str | None:
+    """The backend that scored ``trial`` (its ``cv`` attribute, or ``backend``)."""
+    cv = trial.user_attrs.get("cv")
+    if isinstance(cv, Mapping) and "backend" in cv:
+        return cv["backend"]
+    return trial.user_attrs.get("backend")
 
 
 def _cv_results(trials: list[FrozenTrial]) -> dict[str, list]:

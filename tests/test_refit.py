@@ -187,3 +187,16 @@ def test_rule_invariants(candidates, n_std_errors):
     # No candidate within the band is simpler.
     within = means >= threshold
     assert values[chosen] == values[within].min()
+
+
+def test_refit_estimator_after_standard_cv_is_the_learners_fit():
+    X, y = make_classification(n_samples=200, random_state=0)
+    sgd = SGDClassifier(max_iter=20, tol=None, random_state=0)
+    space = {"alpha": FloatDistribution(1e-4, 1e-1, log=True)}
+    study = optuna.create_study(direction="maximize")
+    objective = TreeCVObjective(sgd, space, X, y, cv=3, backend="standard")
+    study.optimize(objective, n_trials=2)
+    model = refit_estimator(study, sgd, X, y)
+    assert type(model) is SGDClassifier
+    expected = clone(sgd).set_params(**study.best_params).fit(X, y)
+    assert_array_equal(model.coef_, expected.coef_)

@@ -61,8 +61,11 @@ def _both(estimator, grid, X, y, **kwargs):
 def assert_same_results(tree, reference):
     """Equal cv_results_ (but timings) and best_* attributes."""
     results, expected = tree.cv_results_, reference.cv_results_
-    assert set(results) - set(expected) == {"n_samples_fed"}
-    assert list(k for k in results if k != "n_samples_fed") == list(expected)
+    # The added columns: rows fed and the backend's engine extras, nothing else.
+    added = set(results) - set(expected)
+    assert "n_samples_fed" in added
+    assert not any(k.startswith(("split", "mean_", "std_", "rank_")) for k in added)
+    assert [k for k in results if k not in added] == list(expected)
     for key, value in expected.items():
         got = results[key]
         if key == "params":
@@ -467,3 +470,53 @@ def test_tree_cross_validate_fold_models_keep_feature_names(data):
         result = tree_cross_validate(estimator, frame, y, cv=3, return_estimator=True)
         for model in result["estimator"]:
             assert_array_equal(model.feature_names_in_, frame.columns)
+
+
+def test_text_pipeline_reaches_the_estimator_as_given():
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.pipeline import make_pipeline
+
+    texts = ["good film", "bad film", "great plot", "awful plot"] * 10
+    labels = np.array([1, 0, 1, 0] * 10)
+    vectorizer = HashingVectorizer(n_features=64, alternate_sign=False)
+    pipe = make_pipeline(vectorizer, MultinomialNB())
+    with pytest.warns(UserWarning, match="falls back"):
+        search = TreeCVSearchCV(pipe, {"multinomialnb__alpha": [0.1, 1.0]}, cv=4).fit(
+            texts, labels
+        )
+    assert search.best_score_ == 1.0
+    grid_search = GridSearchCV(
+        pipe, {"multinomialnb__alpha": [0.1, 1.0]}, cv=StratifiedTreeCVSplitter(4)
+    ).fit(texts, labels)
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        grid_search.cv_results_["mean_test_score"],
+    )
+
+
+def test_precomputed_kernels_are_sliced_by_rows_and_columns():
+    from sklearn.svm import SVC
+
+    from sklearn_ext import tree_cross_validate
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:200] / 16.0, y[:200]
+    kernel = X @ X.T
+    cv = StratifiedTreeCVSplitter(4)
+    reference = cross_val_score(SVC(kernel="precomputed"), kernel, y, cv=cv)
+    for method in ("standard", "auto"):
+        ours = tree_cross_validate(
+            SVC(kernel="precomputed"), kernel, y, cv=cv, method=method
+        )
+        assert_allclose(ours["test_score"], reference)
+    search = TreeCVSearchCV(
+        SVC(kernel="precomputed"),
+        {"C": [0.1, 1.0]},
+        cv=cv,
+        method="standard",
+        return_train_score=True,
+    ).fit(kernel, y)
+    reference = GridSearchCV(
+        SVC(kernel="precomputed"), {"C": [0.1, 1.0]}, cv=cv, return_train_score=True
+    ).fit(kernel, y)
+    assert_same_results(search, reference)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, get_tags
 from threadpoolctl import threadpool_limits
 
 from sklearn_ext.model_selection._plan import FoldPlan
@@ -212,10 +212,18 @@ class CVTask:
         }
         return X, y, params
 
-    def score(self, model, leaf: int) -> tuple[dict[str, float], float]:
-        """Scores of ``model`` on the rows that ``leaf`` holds out, and the time."""
+    def score(
+        self, model, leaf: int, columns: np.ndarray | None = None
+    ) -> tuple[dict[str, float], float]:
+        """Scores of ``model`` on the rows that ``leaf`` holds out, and the time.
+
+        ``columns`` (the training rows) slices a precomputed kernel or distance
+        matrix by columns too, as scikit-learn does for pairwise estimators.
+        """
         tic = time.perf_counter()
         X, y, _ = self.rows(self.plan.test_indices(leaf))
+        if columns is not None:
+            X = _safe_indexing(X, columns, axis=1)
         scores = {
             name: float(value) for name, value in self.scorer(model, X, y).items()
         }
@@ -541,17 +549,25 @@ def _standard_fold(task: CVTask, estimator, fold: int) -> LeafResult:
 
     learner = _Learner(clone(estimator))
     meter = _Meter()
-    if PythonTreeBackend.accepts(learner.model) and fit_is_one_pass(learner.model):
+    pairwise = get_tags(learner.model).input_tags.pairwise
+    if (
+        not pairwise
+        and PythonTreeBackend.accepts(learner.model)
+        and fit_is_one_pass(learner.model)
+    ):
         for rows in task.plan.train_segments(fold):
             _partial_fit(task, learner, rows, meter)
     else:
         rows = task.plan.train_indices(fold)
         X, y, params = task.rows(rows)
+        if pairwise:  # a precomputed kernel: training columns too
+            X = _safe_indexing(X, rows, axis=1)
         tic = time.perf_counter()
         learner.model.fit(X, y, **params)
         meter.fit_time += time.perf_counter() - tic
         meter.n_samples_fed += len(rows)
-    scores, score_time = task.score(learner.model, fold)
+    columns = task.plan.train_indices(fold) if pairwise else None
+    scores, score_time = task.score(learner.model, fold, columns=columns)
     fed, fit_time = meter.take()
     return task.leaf_result(fold, scores, fed, fit_time, score_time, learner.model)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from traceback import format_exc
@@ -20,6 +21,7 @@ from sklearn.model_selection._validation import (
     _score,
     _warn_or_raise_about_fit_failures,
 )
+from sklearn.utils import _safe_indexing
 from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
@@ -29,6 +31,8 @@ from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
     LeafTable,
+    PythonTreeBackend,
+    StandardBackend,
     summarize_extras,
 )
 from sklearn_ext.model_selection._choice import choose_backend
@@ -158,7 +162,7 @@ class TreeCVSearchCV(BaseSearchCV):
         Class labels (with ``refit``, for classifiers).
     n_features_in_ : int
         Number of features seen during ``fit`` (with ``refit``).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (with ``refit``, when ``X`` had
         string column names).
 
@@ -333,7 +337,7 @@ class TreeCVSearchCV(BaseSearchCV):
         score_params = dict(routed.scorer.score)
         groups = routed.splitter.split.get("groups")
 
-        X_cv, y_cv = _validate_data(X, y)
+        X_cv, y_cv = _validate_data(X, y, as_given=_rows_as_given(self))
         cv = self.cv
         if not isinstance(cv, numbers.Integral | FoldPlan) and not hasattr(cv, "split"):
             from sklearn.model_selection import check_cv
@@ -467,6 +471,22 @@ class TreeCVSearchCV(BaseSearchCV):
         return self
 
 
+def _rows_as_given(search) -> bool:
+    """Whether the candidates' backend takes ``X`` as given (not a finite array).
+
+    The Python tree and the standard backend hand rows to the estimator, which
+    checks them itself (text pipelines, NaN-aware learners); the native
+    engines need a finite array.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said again, once, by the candidates' run
+        try:
+            backend = choose_backend(search.estimator, search.method)
+        except (TypeError, ValueError):
+            return False
+    return isinstance(backend, PythonTreeBackend | StandardBackend)
+
+
 def _wants_classes(estimator) -> bool:
     from sklearn.base import is_classifier
 
@@ -541,16 +561,19 @@ class _SearchTask(CVTask):
     return_train_score: bool = False
     error_score: Any = np.nan
 
-    def score(self, model, fold: int) -> tuple[dict[str, float], float]:
+    def score(self, model, fold: int, columns=None) -> tuple[dict[str, float], float]:
         tic = time.perf_counter()
         test = self.plan.test_indices(fold)
-        scores = self._scores(model, test, "")
+        scores = self._scores(model, test, "", columns)
         if self.return_train_score:
-            scores.update(self._scores(model, self.plan.train_indices(fold), _TRAIN))
+            train = self.plan.train_indices(fold)
+            scores.update(self._scores(model, train, _TRAIN, columns))
         return scores, time.perf_counter() - tic
 
-    def _scores(self, model, rows, prefix: str) -> dict[str, float]:
+    def _scores(self, model, rows, prefix: str, columns) -> dict[str, float]:
         X, y, _ = self.rows(rows)
+        if columns is not None:  # a precomputed kernel: the training columns
+            X = _safe_indexing(X, columns, axis=1)
         params = _check_method_params(self.X, params=self.score_params, indices=rows)
         value = _score(model, X, y, self.sklearn_scorer, params, self.error_score)
         if isinstance(value, dict):
