@@ -413,7 +413,10 @@ def check_response_methods(estimator, scoring) -> None:
     """
     if scoring is None or callable(scoring):
         return
-    scorer = check_scoring(estimator, scoring)
+    try:
+        scorer = check_scoring(estimator, scoring)
+    except (ValueError, TypeError):
+        return  # make_scorer_dict says what is wrong with it
     scorers = getattr(scorer, "_scorers", {"score": scorer})
     for name, one in scorers.items():
         methods = getattr(one, "_response_method", None)
