@@ -15,10 +15,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import sys
 import warnings
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))  # gallery_order
 
 import sklearn_ext  # noqa: E402
 
@@ -66,6 +68,10 @@ add_module_names = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+# numpydoc shows the docstring of an attribute that is a property, and those
+# inherited from scikit-learn (``n_features_in_``...) cite its glossary
+# (":term:`fit`"), which exists only with intersphinx: plain text here.
+suppress_warnings = ["ref.term"]
 
 
 def skip_member(app, what, name, obj, skip, options):
@@ -194,7 +200,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/(?!gornitz_|plot_gornitz_)[^/]+\.py$",
     "ignore_pattern": r"^_",  # Helper modules (_gornitz.py), not examples.
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.example_order",
     "doc_module": ("sklearn_ext", "optuna_treecv"),
     "backreferences_dir": "generated/backreferences",
     "reference_url": {"sklearn_ext": None, "optuna_treecv": None},
@@ -214,7 +220,7 @@ html_title = f"optuna-treecv {release}"
 html_static_path: list[str] = []
 html_show_sourcelink = False
 html_theme_options = {
-    "header_links_before_dropdown": 6,
+    "header_links_before_dropdown": 7,
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],

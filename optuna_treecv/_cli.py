@@ -14,7 +14,7 @@ import numpy as np
 
 from optuna_treecv._data import BUNDLED, load_dataset
 from optuna_treecv._learners import LEARNERS, make_learner
-from optuna_treecv._storage import open_storage
+from optuna_treecv._storage import open_storage, retry_running_trials
 
 if TYPE_CHECKING:
     import optuna
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 DEFAULT_STORAGE = "sqlite:///optuna-treecv.db"
+#: Heartbeat interval (seconds) of a database storage unless --heartbeat says.
+DEFAULT_HEARTBEAT = 60
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
 PRUNERS = (
     "none",
     "median",
@@ -42,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="optuna-treecv",
         description="Hyperparameter search with cheap k-fold CV (TreeCV) in Optuna.",
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     learners = "; ".join(f"{k}: {v.summary}" for k, v in LEARNERS.items())
 
@@ -84,6 +89,22 @@ def _parser() -> argparse.ArgumentParser:
         help=f"Optuna storage URL, or journal:PATH (default {DEFAULT_STORAGE})",
     )
     tune.add_argument("--study-name", help="default: <learner>-<dataset>")
+    tune.add_argument(
+        "--heartbeat",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="heartbeat of running trials in a database storage, so that the "
+        "trial of a killed worker is failed and its point retried when the "
+        f"study resumes (default {DEFAULT_HEARTBEAT}; 0 turns it off)",
+    )
+    tune.add_argument(
+        "--retry-running",
+        action="store_true",
+        help="first fail the study's RUNNING trials and queue their points again "
+        "(for storages without heartbeats, e.g. journal:PATH; only when no other "
+        "worker is running)",
+    )
     tune.add_argument(
         "--space",
         action="append",
@@ -188,11 +209,34 @@ def _setup(args):
     return estimator, space, X, y
 
 
-def _open_storage(url: str):
+def _open_storage(url: str, heartbeat: int | None):
+    is_database = "://" in url
+    if heartbeat is None:
+        heartbeat = DEFAULT_HEARTBEAT if is_database else 0
+    elif heartbeat < 0:
+        raise CLIError(f"--heartbeat must be 0 (off) or positive, got {heartbeat}.")
+    elif heartbeat and not is_database:
+        raise CLIError(
+            f"--heartbeat needs a database storage; {url!r} keeps no heartbeats. "
+            "Recover the trials of killed workers with --retry-running once "
+            "every worker has stopped."
+        )
     try:
-        return open_storage(url)
+        return open_storage(url, heartbeat_interval=heartbeat or None)
     except ValueError as exc:
-        raise CLIError(str(exc)) from None
+        raise CLIError(" ".join(str(exc).split())) from None
+
+
+def _version() -> str:
+    import optuna
+    import sklearn
+
+    from optuna_treecv import __version__
+
+    return (
+        f"optuna-treecv {__version__} (Optuna {optuna.__version__}, "
+        f"scikit-learn {sklearn.__version__}, Python {sys.version.split()[0]})"
+    )
 
 
 def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
@@ -218,10 +262,9 @@ def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
 # -- commands -------------------------------------------------------------------------
 def _tune(args) -> int:
     import optuna
-    from optuna.trial import TrialState
 
-    from optuna_treecv._objective import TreeCVObjective
-    from sklearn_ext import tree_cross_validate
+    from optuna_treecv._objective import StudyIdentityError, TreeCVObjective
+    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
 
     if args.timeout is not None and not args.timeout > 0:
         raise CLIError(f"--timeout must be positive, got {args.timeout}.")
@@ -239,6 +282,12 @@ def _tune(args) -> int:
         )
     report = "per_fold" if args.pruner == "wilcoxon" else "running_mean"
     try:
+        # The one resolver decides, once, what runs the trials: a learner no
+        # fast backend accepts falls back to standard CV (said in the header).
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TreeCVFallbackWarning)
+            backend = choose_backend(estimator, args.backend)
+        fallback = [w for w in caught if w.category is TreeCVFallbackWarning]
         objective = TreeCVObjective(
             estimator,
             space,
@@ -253,7 +302,7 @@ def _tune(args) -> int:
         )
     except (TypeError, ValueError) as exc:
         raise CLIError(" ".join(str(exc).split())) from None
-    storage = _open_storage(args.storage)
+    storage = _open_storage(args.storage, args.heartbeat)
     study_name = args.study_name or f"{args.learner}-{_stem(args.dataset)}"
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
@@ -266,84 +315,147 @@ def _tune(args) -> int:
             load_if_exists=True,
         )
     except Exception as exc:
-        raise CLIError(f"cannot create study {study_name!r}: {exc}") from None
+        message = " ".join(str(exc).split())
+        raise CLIError(f"cannot create study {study_name!r}: {message}") from None
+    try:
+        objective.check_study(study)
+    except StudyIdentityError as exc:
+        raise CLIError(
+            f"study {study_name!r} in {args.storage} was run with other settings, "
+            f"and its trials would not compare with new ones. Changed: "
+            f"{'; '.join(exc.changes)}. Start a new study with --study-name "
+            f"OTHER_NAME, or delete this one: optuna delete-study --study-name "
+            f"{study_name} --storage {args.storage}"
+        ) from None
+    if args.retry_running:
+        retried = retry_running_trials(study)
+        print(f"Failed {len(retried)} RUNNING trial(s) and queued their points again.")
     n_before = len(study.trials)
+    if backend.name == "standard":
+        why = (
+            f"TreeCV cannot run {type(estimator).__name__}"
+            if fallback
+            else "--backend standard"
+        )
+        method = f"standard {args.cv}-fold CV ({why})"
+    else:
+        method = f"{args.cv}-fold CV with the {backend.name} backend"
     print(
         f"Tuning {type(estimator).__name__} on {args.dataset} "
-        f"({X.shape[0]} x {X.shape[1]}), {args.cv}-fold TreeCV, "
-        f"pruner={args.pruner}, study {study_name!r} in {args.storage}"
+        f"({X.shape[0]} x {X.shape[1]}), {method}, pruner={args.pruner}, "
+        f"study {study_name!r} in {args.storage}"
     )
     errors: list[str] = []
 
     def run_trial(trial: optuna.Trial) -> float:
         try:
             return objective(trial)
-        except (ValueError, TypeError) as exc:  # A parameter combination failed.
+        except (ValueError, TypeError, AttributeError) as exc:
+            # A parameter combination failed, e.g. a scoring that needs
+            # predict_proba with a loss that has none.
             errors.append(" ".join(str(exc).split()))
             raise
 
     tic = time.perf_counter()
+    interrupted = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.simplefilter("ignore", TreeCVFallbackWarning)  # Said above.
         # Failed trials are recorded as FAIL and summarized below, not logged
         # with a traceback each.
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        study.optimize(
-            run_trial,
-            n_trials=args.n_trials,
-            timeout=args.timeout,
-            catch=(ValueError, TypeError),
-            show_progress_bar=args.progress_bar,
-        )
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        optuna.logging.set_verbosity(optuna.logging.CRITICAL)
+        try:
+            study.optimize(
+                run_trial,
+                n_trials=args.n_trials,
+                timeout=args.timeout,
+                catch=(ValueError, TypeError, AttributeError),
+                show_progress_bar=args.progress_bar,
+            )
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
     elapsed = time.perf_counter() - tic
-    trials = study.trials[n_before:]
+    code = _summarize(args, objective, study, n_before, elapsed, errors, interrupted)
+    return EXIT_INTERRUPTED if interrupted else code
+
+
+def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -> int:
+    """Print what this run did; every figure compares like with like."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)[n_before:]
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     pruned = [t for t in trials if t.state == TrialState.PRUNED]
-    failed = len(trials) - len(complete) - len(pruned)
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    if interrupted:
+        print("\nInterrupted (Ctrl-C): the summary of the trials that finished.")
     print(
         f"\n{len(trials)} trials in {elapsed:.1f} s: {len(complete)} complete, "
-        f"{len(pruned)} pruned" + (f", {failed} failed" if failed else "")
+        f"{len(pruned)} pruned" + (f", {len(failed)} failed" if failed else "")
     )
     if errors:
         print(f"Last error of a failed trial: {errors[-1][:300]}")
-    if not any(t.state == TrialState.COMPLETE for t in study.trials):
-        if errors and not complete and not pruned:
-            raise CLIError(f"every trial failed: {errors[-1][:300]}")
+    if not complete and not pruned and errors and not interrupted:
+        hint = ""
+        if args.scoring and "predict_proba" in errors[-1]:
+            hint = (
+                f" (--scoring {args.scoring} needs predict_proba: fix or search "
+                "parameters that provide it, e.g. --set loss=log_loss for sgd)"
+            )
+        raise CLIError(f"every trial failed: {errors[-1][:300]}{hint}")
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         print("No trial completed; nothing to summarize.")
         return 1
     best = study.best_trial
     attrs = _details(best)
+    this_run = {t.number for t in trials}
+    origin = "" if best.number in this_run else " (from an earlier run of this study)"
     print(
-        f"Best trial #{best.number}: {attrs.get('mean_test_score', best.value):.4f} "
+        f"Best trial #{best.number}{origin}: "
+        f"{attrs.get('mean_test_score', best.value):.4f} "
         f"± {attrs.get('stderr_test_score', float('nan')):.4f} (standard error, "
         f"{args.cv} folds, backend {attrs.get('backend')})"
     )
     for name, value in best.params.items():
         print(f"  {name} = {value!r}")
-    n_samples = X.shape[0]
-    fed = sum(int(_details(t).get("n_samples_fed", 0)) for t in trials)
-    standard_fed = len(trials) * n_samples * (args.cv - 1)
-    print(
-        f"Rows fed to the learner: {fed:,} (standard CV, no pruning: "
-        f"{standard_fed:,}, {standard_fed / max(fed, 1):.1f}x more)"
-    )
-    if args.baseline:
-        _baseline(args, objective, best, study, trials, tree_cross_validate)
-    if not args.storage.startswith("journal:"):
+    # Only trials that ran CV (complete or pruned) are compared with standard CV.
+    ran = [t for t in complete + pruned if "n_samples_fed" in _details(t)]
+    if ran:
+        fed = sum(int(_details(t)["n_samples_fed"]) for t in ran)
+        standard_fed = len(ran) * objective.fold_plan_.n_samples * (args.cv - 1)
+        print(
+            f"Rows fed to the learner by these {len(ran)} trials: {fed:,} "
+            f"(standard CV of the same trials without pruning: {standard_fed:,}, "
+            f"{_ratio(standard_fed, fed)})"
+        )
+    if args.baseline and ran and not interrupted:
+        _baseline(args, objective, best, ran)
+    if "://" in args.storage:
         print(
             f"Open the study: optuna-dashboard {args.storage}  "
             "(pip install optuna-dashboard)"
         )
+    elif args.storage == "memory":
+        print("The study was in memory and is gone; --storage sqlite:///FILE keeps it.")
     return 0
 
 
-def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None:
-    """Time standard CV of the best parameters once and extrapolate."""
+def _ratio(reference: float, value: float) -> str:
+    """``reference / value`` as "N.Nx more", or what prevents a ratio."""
+    if value <= 0:
+        return "no ratio: nothing was fed"
+    return f"{reference / value:.1f}x as many"
+
+
+def _baseline(args, objective, best, ran) -> None:
+    """Time standard CV of the best parameters once and extrapolate honestly."""
     from optuna.trial import FixedTrial
     from sklearn.base import clone
 
     from optuna_treecv._objective import suggest_params
+    from sklearn_ext import tree_cross_validate
     from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
 
     params = suggest_params(FixedTrial(best.params, best.number), objective.params)
@@ -355,37 +467,60 @@ def _baseline(args, objective, best, study, trials, tree_cross_validate) -> None
         print("Time: every trial ran standard CV; there is no TreeCV to compare.")
         return
     runs, learn = {}, {}
-    for method in (backend, "standard"):
+    for key, method in (("tree", backend), ("standard", "standard")):
         tic = time.perf_counter()
         result = tree_cross_validate(
             estimator,
             objective.X,
             objective.y,
-            cv=args.cv,
+            cv=objective.fold_plan_,
             scoring=args.scoring,
             method=method,
             n_jobs=args.n_jobs,
         )
-        key = "standard" if method == "standard" else "tree"
         runs[key] = time.perf_counter() - tic
         learn[key] = float(np.sum(result["fit_time"]) + np.sum(result["score_time"]))
     spent = sum(
         float(_details(t).get("fit_time", 0.0))
         + float(_details(t).get("score_time", 0.0))
-        for t in trials
+        for t in ran
     )
-    estimate = len(trials) * learn["standard"]
+    estimate = len(ran) * learn["standard"]
     print(
-        f"Time: standard {args.cv}-fold CV of the best params, measured once: "
-        f"{runs['standard']:.2f} s ({learn['standard']:.2f} s fitting and "
-        f"scoring) vs {runs['tree']:.2f} s with TreeCV "
-        f"({runs['standard'] / runs['tree']:.1f}x).\n"
-        f"The {len(trials)} trials spent {spent:.1f} s fitting and scoring; "
-        f"standard CV of every trial without pruning: about {estimate:.1f} s "
-        f"({len(trials)} x the measured run), so TreeCV and pruning saved about "
-        f"{estimate - spent:.1f} s ({estimate / max(spent, 1e-9):.1f}x). The rest "
-        "of the study's time is Optuna's sampling and storage."
+        f"Time: one standard {args.cv}-fold CV of the best parameters took "
+        f"{runs['standard']:.2f} s ({learn['standard']:.2f} s fitting and scoring), "
+        f"one with {backend.name} {runs['tree']:.2f} s "
+        f"({_speedup(runs['standard'], runs['tree'])})."
     )
+    if estimate < 0.05 or spent < 0.05:
+        print(
+            f"The {len(ran)} trials spent {spent:.2f} s fitting and scoring: too "
+            "little to compare with an extrapolation. The rest of the study's "
+            "time is Optuna's sampling and storage."
+        )
+        return
+    if estimate > spent:
+        verdict = (
+            f"so TreeCV and pruning saved about {estimate - spent:.1f} s "
+            f"({estimate / spent:.1f}x)"
+        )
+    else:
+        verdict = "so TreeCV and pruning saved no time on this data"
+    print(
+        f"The {len(ran)} trials spent {spent:.1f} s fitting and scoring; standard "
+        f"CV of the same trials without pruning: about {estimate:.1f} s "
+        f"({len(ran)} x the measured run, an estimate: other parameters train "
+        f"at other speeds), {verdict}. The rest of the study's time is Optuna's "
+        "sampling and storage."
+    )
+
+
+def _speedup(standard: float, tree: float) -> str:
+    if tree <= 0 or standard <= 0:
+        return "too fast to compare"
+    if standard >= tree:
+        return f"{standard / tree:.1f}x faster"
+    return f"{tree / standard:.1f}x slower on this data"
 
 
 def _cv(args) -> int:
@@ -412,8 +547,10 @@ def _cv(args) -> int:
                 scoring=args.scoring,
                 method=method,
                 n_jobs=args.n_jobs,
+                error_score="raise",
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, AttributeError) as exc:
+            # AttributeError: e.g. a scoring that needs predict_proba.
             raise CLIError(" ".join(str(exc).split())) from None
         wall = time.perf_counter() - tic
         scores = next(v for k, v in result.items() if k.startswith("test_"))
@@ -447,13 +584,21 @@ def _stem(dataset: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (2 for a user error)."""
+    """Run the command line; return the exit code.
+
+    0 for a run that completed, 1 when no trial completed, 2 for a user error
+    (one ``optuna-treecv: error: ...`` line on stderr), 130 after Ctrl-C
+    (``tune`` prints the summary of the trials that finished first).
+    """
     args = _parser().parse_args(argv)
     try:
         return _tune(args) if args.command == "tune" else _cv(args)
     except CLIError as exc:
         print(f"optuna-treecv: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Outside a study: while loading or in `cv`.
+        print("optuna-treecv: interrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

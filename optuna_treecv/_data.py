@@ -108,17 +108,39 @@ def _load_npz(path: Path):
 
 def _load_csv(path: Path, target: str | None):
     with open(path, newline="") as f:
-        rows = [row for row in csv.reader(f) if row]
-    if not rows:
+        text = f.read()
+    # (line number, cells) of the non-empty lines; line numbers count from 1.
+    lines = [
+        (number, row)
+        for number, row in enumerate(csv.reader(text.splitlines()), start=1)
+        if row
+    ]
+    if not lines:
         raise ValueError("the file is empty")
     header = None
-    if not all(_is_number(cell) for cell in rows[0]):
-        header, rows = rows[0], rows[1:]
-    if len(rows) < 2:
+    if not all(_is_number(cell) for cell in lines[0][1]):
+        header, lines = lines[0][1], lines[1:]
+    if len(lines) < 2:
         raise ValueError("the file has fewer than 2 data rows")
-    n_columns = len(rows[0])
-    if n_columns < 2 or any(len(row) != n_columns for row in rows):
-        raise ValueError("rows need the same number (at least 2) of columns")
+    n_columns = len(header) if header is not None else len(lines[0][1])
+    if n_columns < 2:
+        delimiter = _likely_delimiter(text)
+        hint = (
+            f"; it looks {delimiter!r}-separated: save it with commas"
+            if delimiter
+            else ""
+        )
+        raise ValueError(
+            "each row has a single column (a comma-separated file needs a "
+            f"feature column and a target column){hint}"
+        )
+    for number, row in lines:
+        if len(row) != n_columns:
+            where = "the header" if header is not None else f"line {lines[0][0]}"
+            raise ValueError(
+                f"line {number} has {len(row)} columns, {where} has {n_columns}"
+            )
+    names = header or [str(i) for i in range(n_columns)]
     column = n_columns - 1
     if target is not None:
         if header is not None and target in header:
@@ -126,19 +148,44 @@ def _load_csv(path: Path, target: str | None):
         elif target.lstrip("-").isdigit() and -n_columns <= int(target) < n_columns:
             column = int(target) % n_columns
         else:
-            raise ValueError(f"no target column {target!r}")
-    table = np.array(rows, dtype=object)
+            shown = ", ".join(repr(n) for n in names[:20])
+            raise ValueError(
+                f"no target column {target!r}; the columns are {shown}"
+                + (" ..." if n_columns > 20 else "")
+                + " (or give a 0-based index)"
+            )
+    table = np.array([row for _, row in lines], dtype=object)
     features = np.delete(table, column, axis=1)
     try:
         X = features.astype(float)
     except ValueError:
-        raise ValueError("feature columns must be numeric") from None
+        feature_columns = [c for c in range(n_columns) if c != column]
+        for (number, _), cells in zip(lines, features, strict=True):
+            for c, cell in zip(feature_columns, cells, strict=True):
+                if not _is_number(cell):
+                    what = "an empty cell" if not cell.strip() else repr(cell)
+                    raise ValueError(
+                        f"feature column {names[c]!r} (column {c + 1}), line "
+                        f"{number}: {what} is not a number (feature columns must "
+                        "be numeric; choose the target with --target)"
+                    ) from None
+        raise  # pragma: no cover (astype failed on a cell _is_number accepts)
     y = table[:, column].astype(str)
     if all(_is_number(v) for v in y):
         y = y.astype(float)
         if np.all(y == np.round(y)):
             y = y.astype(np.int64)
     return X, y
+
+
+def _likely_delimiter(text: str) -> str | None:
+    """The delimiter that splits the first lines evenly, if not a comma."""
+    head = [line for line in text.splitlines()[:20] if line.strip()]
+    for delimiter in (";", "\t", "|", " "):
+        counts = {line.count(delimiter) for line in head}
+        if len(counts) == 1 and counts.pop() > 0:
+            return delimiter
+    return None
 
 
 def _is_number(text: str) -> bool:

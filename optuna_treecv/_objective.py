@@ -344,6 +344,9 @@ class TreeCVObjective:
                 n_jobs=self.n_jobs,
                 fit_params=self.fit_params,
                 leaf_callback=progress,
+                # A fold that cannot be scored fails the trial with its reason
+                # (Optuna records it; `catch=` decides), not a silent nan.
+                error_score="raise",
             )
         except optuna.TrialPruned:
             details = progress.record(backend, time.perf_counter() - tic)
@@ -434,7 +437,23 @@ class TreeCVObjective:
         ]
         if "treecv_learner" in changed and "treecv_learner_params" in changed:
             changed.remove("treecv_learner_params")  # Another class: noise.
-        changes = [_describe_change(k, recorded[k], identity[k]) for k in changed]
+        old, new = dict(recorded), dict(identity)
+        if "treecv_search_space" in changed and "treecv_learner_params" in changed:
+            # A name moved into or out of the space is said there, once.
+            moved = set()
+            for space in (old["treecv_search_space"], new["treecv_search_space"]):
+                moved |= set(space) if isinstance(space, dict) else set()
+            for attrs in (old, new):
+                attrs["treecv_learner_params"] = {
+                    k: v
+                    for k, v in attrs["treecv_learner_params"].items()
+                    if k not in moved
+                }
+            if _canonical(old["treecv_learner_params"]) == _canonical(
+                new["treecv_learner_params"]
+            ):
+                changed.remove("treecv_learner_params")
+        changes = [_describe_change(k, old[k], new[k]) for k in changed]
         if changes:
             raise StudyIdentityError(study.study_name, changes)
         for key, value in identity.items():

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from optuna.trial import FixedTrial, TrialState
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 
 from optuna_treecv._objective import suggest_params
-from sklearn_ext.model_selection import one_standard_error_rule
+from sklearn_ext.model_selection import one_pass_estimator, one_standard_error_rule
 
 if TYPE_CHECKING:
     import optuna
@@ -101,7 +102,18 @@ def refit_estimator(
     n_std_errors: float = 1.0,
     **fit_params,
 ):
-    """Fit a clone of ``estimator`` on all the data with a chosen trial's params.
+    """Fit the chosen trial's model on all the data, trained as it was scored.
+
+    The final model of a study (the CLI's and the Görnitz scripts' too). When
+    the trial was scored by a tree backend (the backend recorded in its
+    ``cv`` attribute is ``python_tree``, ``native_tree``...), its folds were
+    one ordered pass of ``partial_fit``; the model returned is then
+    :func:`~sklearn_ext.model_selection.one_pass_estimator` of the learner
+    (the learner itself when its ``fit`` is that pass, else a
+    :class:`~sklearn_ext.TreeCVEstimator` around it) fitted on all rows, so
+    that ``cross_val_score(clone(model), X, y, cv=<the objective's folds>)``
+    gives the trial's value. Trials scored by ``standard`` or
+    ``alpha_seeding`` are refit with the learner's own ``fit``.
 
     Parameters
     ----------
@@ -124,7 +136,8 @@ def refit_estimator(
     Returns
     -------
     estimator : estimator object
-        The fitted clone. The chosen trial is its ``optuna_trial_`` attribute.
+        The fitted model (see above). The chosen trial is its
+        ``optuna_trial_`` attribute.
 
     Examples
     --------
@@ -140,7 +153,7 @@ def refit_estimator(
     >>> study = optuna.create_study(direction="maximize")
     >>> study.optimize(TreeCVObjective(sgd, space, X, y), n_trials=3)
     >>> model = refit_estimator(study, sgd, X, y)
-    >>> model.alpha == study.best_params["alpha"]
+    >>> model.estimator_.alpha == study.best_params["alpha"]
     True
     """
     trial = select_trial(
@@ -154,9 +167,26 @@ def refit_estimator(
     else:
         values = suggest_params(FixedTrial(trial.params, trial.number), params)
     model = clone(estimator).set_params(**values)
+    if _scored_backend(trial) not in _FIT_BACKENDS and callable(
+        getattr(model, "partial_fit", None)
+    ):
+        classes = np.unique(y) if is_classifier(model) and y is not None else None
+        model = one_pass_estimator(model, classes=classes)
     model.fit(X, y, **fit_params)
     model.optuna_trial_ = trial
     return model
+
+
+#: Backends whose folds are the learner's own ``fit`` (refit with ``fit``).
+_FIT_BACKENDS = ("standard", "alpha_seeding")
+
+
+def _scored_backend(trial: FrozenTrial) -> str | None:
+    """The backend that scored ``trial`` (its ``cv`` attribute, or ``backend``)."""
+    cv = trial.user_attrs.get("cv")
+    if isinstance(cv, Mapping) and "backend" in cv:
+        return cv["backend"]
+    return trial.user_attrs.get("backend")
 
 
 def _cv_results(trials: list[FrozenTrial]) -> dict[str, list]:

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
-from sklearn.linear_model import SGDClassifier
+from sklearn.linear_model import RidgeClassifier, SGDClassifier
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import StratifiedKFold
+from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ext import (
@@ -21,6 +22,7 @@ from sklearn_ext import (
     tree_cross_validate,
 )
 from sklearn_ext.model_selection import (
+    ExactStatisticsBackend,
     FoldPlan,
     LeafTable,
     NativeTreeBackend,
@@ -84,6 +86,20 @@ CASES = [
         "alpha_seeding",
         AlphaSeedingBackend(),
         lambda: AlphaSeededSVC(C=1.0, gamma=0.1),
+        _classification,
+        ["accuracy", "balanced_accuracy"],
+    ),
+    (
+        "exact",
+        ExactStatisticsBackend(),
+        lambda: GaussianNB(),
+        _classification,
+        ["accuracy", "balanced_accuracy"],
+    ),
+    (
+        "exact_least_squares",
+        ExactStatisticsBackend(),
+        lambda: RidgeClassifier(alpha=1.0),
         _classification,
         ["accuracy", "balanced_accuracy"],
     ),

@@ -10,12 +10,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import BaseCrossValidator, KFold, cross_validate
+from sklearn.neighbors import KernelDensity
 from sklearn.preprocessing import scale
 from sklearn.svm import SVC
 
-from sklearn_ext import tree_cross_validate
+from sklearn_ext import FoldPlan, tree_cross_validate
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
@@ -181,3 +185,120 @@ def test_results_do_not_depend_on_n_jobs(small):
     one = tree_cross_validate(PegasosClassifier(random_state=0), X, y, cv=4)
     two = tree_cross_validate(PegasosClassifier(random_state=0), X, y, cv=4, n_jobs=2)
     assert_array_equal(one["test_score"], two["test_score"])
+
+
+# -- splitters honoured or refused ------------------------------------------------
+class PurgedKFold(BaseCrossValidator):
+    """Contiguous K-fold that leaves ``purge`` rows on each side out of training."""
+
+    def __init__(self, n_splits=4, purge=5):
+        self.n_splits = n_splits
+        self.purge = purge
+
+    def split(self, X, y=None, groups=None):
+        n = len(X)
+        for test in np.array_split(np.arange(n), self.n_splits):
+            keep = np.ones(n, dtype=bool)
+            keep[max(test[0] - self.purge, 0) : test[-1] + self.purge + 1] = False
+            yield np.flatnonzero(keep), test
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return self.n_splits
+
+
+def test_purged_splitter_trains_on_its_own_rows_with_the_standard_backend(small):
+    X, y = small
+    cv = PurgedKFold(4, purge=10)
+    ours = tree_cross_validate(LogisticRegression(), X, y, cv=cv, method="standard")
+    reference = cross_validate(LogisticRegression(), X, y, cv=cv)
+    assert_allclose(ours["test_score"], reference["test_score"], rtol=1e-12)
+    # partial_fit learners are fed the splitter's rows too, one ordered pass.
+    pegasos = PegasosClassifier(random_state=0)
+    fed = tree_cross_validate(pegasos, X, y, cv=cv, method="standard")
+    for split, (train, test) in enumerate(cv.split(X)):
+        model = clone(pegasos).partial_fit(X[train], y[train], classes=[0, 1])
+        assert fed["test_score"][split] == model.score(X[test], y[test])
+    assert fed["n_samples_fed"] == sum(len(t) for t, _ in cv.split(X))
+
+
+@pytest.mark.parametrize(
+    "estimator, method",
+    [
+        (SGDClassifier(random_state=0), "auto"),
+        (SGDClassifier(random_state=0), "treecv"),
+        (PegasosClassifier(), "treecv"),
+        (AlphaSeededSVC(), "alpha_seeding"),
+        (SVC(), "auto"),
+    ],
+)
+def test_purged_splitter_is_refused_by_the_other_backends(small, estimator, method):
+    X, y = small
+    message = r"cv=PurgedKFold\(n_splits=4, purge=10\) are not the complement.*"
+    message += r"Use method='standard'"
+    with pytest.raises(ValueError, match=message):
+        tree_cross_validate(estimator, X, y, cv=PurgedKFold(4, 10), method=method)
+
+
+def test_purged_splitter_is_refused_by_alpha_seeded_cv(small):
+    X, y = small
+    with pytest.raises(ValueError, match="PurgedKFold.*method='standard'"):
+        alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=PurgedKFold(4, 10))
+
+
+def test_fold_plan_keeps_the_splitters_training_rows(small):
+    X, _ = small
+    cv = PurgedKFold(4, purge=10)
+    plan = FoldPlan.from_cv(cv, X)
+    assert not plan.complement
+    for split, (train, test) in enumerate(cv.split(X)):
+        assert_array_equal(plan.train_indices(split), train)
+        assert_array_equal(plan.test_indices(split), test)
+    moved = plan.reordered([2, 0, 3, 1])  # other leaves, same splits
+    for split in range(4):
+        leaf, old = moved.leaf_order[split], plan.leaf_order[split]
+        assert_array_equal(moved.train_indices(leaf), plan.train_indices(old))
+        assert_array_equal(moved.test_indices(leaf), plan.test_indices(old))
+    assert FoldPlan.from_cv(KFold(4), X).complement
+
+
+@pytest.mark.parametrize("as_generator", [False, True])
+def test_cv_as_train_test_pairs(small, as_generator):
+    X, y = small
+    pairs = list(KFold(4).split(X))
+    cv = (pair for pair in pairs) if as_generator else pairs
+    sgd = SGDClassifier(random_state=0)
+    ours = tree_cross_validate(sgd, X, y, cv=cv)
+    assert_array_equal(
+        ours["test_score"], tree_cross_validate(sgd, X, y, cv=KFold(4))["test_score"]
+    )
+    overlapping = [
+        (np.arange(60, 120), np.arange(70)),
+        (np.arange(60), np.arange(60, 120)),
+    ]
+    with pytest.raises(ValueError, match="do not partition the samples"):
+        tree_cross_validate(sgd, X, y, cv=overlapping)
+
+
+# -- unclear errors made clear ---------------------------------------------------------
+def test_none_in_an_object_y_is_a_clear_error(small):
+    X, y = small
+    labels = np.array(["a", "b"], dtype=object)[y]
+    labels[3] = None
+    with pytest.raises(
+        ValueError, match="'y' parameter must not contain None; got None in 1 of"
+    ):
+        tree_cross_validate(SGDClassifier(), X, labels, cv=3)
+
+
+def test_n_jobs_as_a_string_is_a_clear_error(small):
+    X, y = small
+    with pytest.raises(ValueError, match="'n_jobs' parameter of tree_cross_validate"):
+        tree_cross_validate(SGDClassifier(), X, y, cv=3, n_jobs="two")
+
+
+def test_scoring_a_model_without_the_method_is_a_clear_error(small):
+    X, _ = small
+    with pytest.raises(ValueError, match="calls predict, which KernelDensity does not"):
+        tree_cross_validate(
+            KernelDensity(), X, cv=3, scoring="accuracy", method="standard"
+        )

@@ -59,7 +59,7 @@ def test_tune_writes_a_study_and_summarizes(tmp_path, capsys):
     )
     assert code == 0, err
     assert "4 trials" in out and "Best trial #" in out
-    assert "measured once" in out and "saved" in out
+    assert "Time: one standard 4-fold CV of the best parameters took" in out
     assert f"optuna-dashboard {storage}" in out
     study = optuna.load_study(study_name="s", storage=storage)
     assert len(study.trials) == 4
@@ -228,3 +228,235 @@ def test_cv_runs_the_svm_through_alpha_seeding(capsys):
     assert main(["cv", "svc", "iris", "--cv", "3", "--set", "C=10"]) == 0
     out = capsys.readouterr().out
     assert "alpha_seeding" in out
+
+
+# -- honest headers and summaries ----------------------------------------------------
+def tune(tmp_path, *extra, storage=None, name="s"):
+    storage = storage or f"sqlite:///{tmp_path / 'cli.db'}"
+    return ["tune", *extra, "--storage", storage, "--study-name", name,
+            "--no-progress-bar"]  # fmt: skip
+
+
+def test_learner_without_partial_fit_runs_standard_cv_and_says_so(tmp_path, capsys):
+    argv = tune(
+        tmp_path, "sklearn.linear_model:Ridge", "diabetes", "--cv", "3",
+        "--n-trials", "3", "--space", "alpha=float:1e-3:10:log",
+    )  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    header = out.splitlines()[0]
+    assert "standard 3-fold CV (TreeCV cannot run Ridge)" in header
+    assert "TreeCV," not in header and "TreeCVFallbackWarning" not in err
+    assert "3 complete" in out and "backend standard" in out
+    assert "there is no TreeCV to compare" in out
+    assert "saved" not in out
+
+
+def test_backend_standard_header(tmp_path, capsys):
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
+                "--backend", "standard")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "standard 3-fold CV (--backend standard)" in out.splitlines()[0]
+
+
+def test_summary_never_claims_negative_or_absurd_savings(tmp_path, capsys):
+    code, out, err = run(
+        tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "5"), capsys
+    )
+    assert code == 0, err
+    assert "3-fold CV with the python_tree backend" in out.splitlines()[0]
+    assert "about -" not in out and "(-" not in out
+    for ratio in re.findall(r"([\d.]+)x", out):
+        assert 0.05 < float(ratio) < 100, out
+    rows = re.search(r"by these (\d+) trials: ([\d,]+) \(standard CV of the same "
+                     r"trials without pruning: ([\d,]+)", out)  # fmt: skip
+    assert rows and int(rows.group(1)) == 5
+    assert int(rows.group(3).replace(",", "")) == 5 * 150 * 2
+
+
+def test_scoring_needing_predict_proba(tmp_path, capsys):
+    # The default space has losses with and without predict_proba: the ones
+    # without fail as trials, the others complete.
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "8",
+                "--scoring", "neg_log_loss", "--no-baseline")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "Best trial #" in out and "predict_proba" in out
+    # Only losses without it: one error line, exit 2, with a hint.
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
+                "--scoring", "neg_log_loss", "--space", "loss=cat:hinge",
+                name="hinge")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "every trial failed" in err and "predict_proba" in err
+    assert "--set loss=log_loss" in err
+    code, out, err = run(["cv", "sgd", "iris", "--scoring", "neg_log_loss"], capsys)
+    assert code == 2 and "predict_proba" in err and err.count("\n") == 1
+
+
+def test_ctrl_c_prints_the_summary_and_exits_130(tmp_path, capsys, monkeypatch):
+    from optuna_treecv._objective import TreeCVObjective
+
+    call = TreeCVObjective.__call__
+    seen = []
+
+    def interrupted_third(self, trial):
+        seen.append(trial.number)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return call(self, trial)
+
+    monkeypatch.setattr(TreeCVObjective, "__call__", interrupted_third)
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "10")
+    code, out, err = run(argv, capsys)
+    assert code == 130
+    assert "Interrupted (Ctrl-C)" in out
+    assert "3 trials in" in out and "2 complete" in out and "1 failed" in out
+    assert "Best trial #" in out and "Traceback" not in out + err
+    assert "Time:" not in out  # No baseline run after Ctrl-C.
+
+
+def test_memory_storage_has_no_dashboard_hint(tmp_path, capsys):
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
+                "--no-baseline", storage="memory")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "optuna-dashboard" not in out and "in memory and is gone" in out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert re.match(r"optuna-treecv \S+ \(Optuna \S+, scikit-learn \S+", out)
+
+
+# -- resuming a study ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (["--space", "alpha=float:1e-3:1:log"], "the search space: alpha"),
+        (["--cv", "4"], "the fold plan: recorded 3 folds"),
+        (["--scoring", "f1_macro"], "the scoring: recorded score, now f1_macro"),
+        (["--set", "max_iter=7"], "fixed parameters: max_iter 5 -> 7"),
+        (["iris.npz"], r"the data \(X and y\): recorded 150x4, hash"),
+    ],
+)
+def test_resume_with_other_settings_is_one_clear_error(
+    tmp_path, capsys, iris_files, change, match
+):
+    def argv(dataset="iris.csv", extra=()):
+        return tune(
+            tmp_path, "sgd", iris_files / dataset, "--n-trials", "1",
+            "--no-baseline", "--set", "max_iter=5", "--cv", "3", *extra,
+        )  # fmt: skip
+
+    code, _, err = run(argv(), capsys)
+    assert code == 0, err
+    # A later --cv or --set wins over the first (argparse keeps the last).
+    other = argv(change[0]) if change[0].endswith(".npz") else argv(extra=change)
+    code, out, err = run(other, capsys)
+    assert code == 2, out
+    assert err.count("\n") == 1 and err.startswith("optuna-treecv: error: study 's'")
+    assert re.search(match, err), err
+    assert "--study-name OTHER_NAME" in err and "optuna delete-study" in err
+    # The refused run added no trial; the same settings resume.
+    storage = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == 1
+    code, out, err = run(argv(), capsys)
+    assert code == 0, err
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == 2
+
+
+# -- heartbeats and recovery ---------------------------------------------------------
+def test_heartbeat_defaults_and_errors(tmp_path, capsys):
+    from optuna_treecv._cli import CLIError, _open_storage
+
+    assert (
+        _open_storage(f"sqlite:///{tmp_path / 'h.db'}", None).heartbeat_interval == 60
+    )
+    assert _open_storage(f"sqlite:///{tmp_path / 'h.db'}", 0).heartbeat_interval is None
+    assert _open_storage(f"sqlite:///{tmp_path / 'h.db'}", 5).heartbeat_interval == 5
+    with pytest.raises(CLIError, match="--heartbeat needs a database"):
+        _open_storage(f"journal:{tmp_path / 'j.log'}", 5)
+    with pytest.raises(CLIError, match="--heartbeat must be 0"):
+        _open_storage("memory", -1)
+
+
+def test_retry_running_recovers_a_killed_journal_worker(tmp_path, capsys):
+    from optuna_treecv import open_storage
+
+    url = f"journal:{tmp_path / 'j.log'}"
+    code, _, err = run(tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "1",
+                            "--no-baseline", storage=url), capsys)  # fmt: skip
+    assert code == 0, err
+    study = optuna.load_study(study_name="s", storage=open_storage(url))
+    killed = study.ask()  # A worker killed mid-trial leaves this RUNNING.
+    for name, dist in study.trials[0].distributions.items():
+        killed._suggest(name, dist)
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "1",
+                "--no-baseline", "--retry-running", storage=url)  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "Failed 1 RUNNING trial(s) and queued their points again" in out
+    trials = optuna.load_study(study_name="s", storage=open_storage(url)).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "FAIL", "COMPLETE"]
+    assert trials[2].params == trials[1].params
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("a;b;c\n1;2;0\n3;4;1\n5;6;0\n", "it looks ';'-separated"),
+        ("a,b,c\n1,2,0\n3,x,1\n5,6,0\n", r"column 'b' \(column 2\), line 3: 'x'"),
+        ("a,b,c\n1,2,0\n3,,1\n5,6,0\n", "line 3: an empty cell is not a number"),
+        ("a,b,c\n1,2,0\n3,4\n5,6,0\n", "line 3 has 2 columns, the header has 3"),
+        ("1,2,0\n\n3,4,1,7\n5,6,0\n", "line 3 has 4 columns, line 1 has 3"),
+    ],
+)
+def test_csv_errors_name_the_line_column_or_delimiter(tmp_path, capsys, text, match):
+    path = tmp_path / "d.csv"
+    path.write_text(text)
+    code, _, err = run(["cv", "sgd", path], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert re.search(match, err), err
+
+
+def test_csv_unknown_target_lists_the_columns(iris_files, capsys):
+    code, _, err = run(["cv", "sgd", iris_files / "iris.csv", "--target", "x"], capsys)
+    assert code == 2
+    assert "no target column 'x'; the columns are 'a', 'b', 'c', 'd', 'species'" in err
+
+
+@pytest.mark.slow
+def test_real_sigint_exits_130_with_a_summary(tmp_path):
+    import signal
+    import time
+
+    db = tmp_path / "int.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optuna_treecv", "tune", "sgd", "digits", "--cv",
+         "3", "--n-trials", "10000", "--storage", f"sqlite:///{db}",
+         "--study-name", "s", "--no-progress-bar", "--pruner", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+            try:
+                study = optuna.load_study(study_name="s", storage=f"sqlite:///{db}")
+            except KeyError:
+                continue
+            if len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) >= 2:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Interrupted (Ctrl-C)" in out and "Best trial #" in out
+    assert "Traceback" not in err

@@ -14,7 +14,7 @@ from numpy.testing import assert_array_equal
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FixedTrial
 from sklearn.datasets import load_breast_cancer, load_iris
-from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.linear_model import LogisticRegression, RidgeClassifier, SGDClassifier
 from sklearn.preprocessing import scale
 
 from optuna_treecv import TreeCVObjective
@@ -98,6 +98,23 @@ def test_svm_same_scores_through_every_door(cancer, kind):
     assert_array_equal(seeded["n_iter"], direct["n_iter"])
     assert attrs["n_iter"] == int(direct["n_iter"].sum())
     assert table["n_iter"][0] == direct["n_iter"].sum()
+
+
+@pytest.mark.parametrize("kind", list(PLANS))
+def test_exact_statistics_same_scores_through_every_door(cancer, kind):
+    X, y = cancer
+    plan = _plan(kind, X, y)
+    estimator = RidgeClassifier(alpha=1.0)
+    direct = tree_cross_validate(estimator, X, y, cv=plan)
+    search = TreeCVSearchCV(estimator, {"alpha": [1.0]}, cv=plan, refit=False)
+    table = search.fit(X, y).cv_results_
+    splits, attrs = _objective_splits(
+        estimator, {"alpha": CategoricalDistribution([1.0])}, X, y, plan
+    )
+    for i in range(plan.n_splits):
+        assert table[f"split{i}_test_score"][0] == direct["test_score"][i]
+    assert_array_equal(splits, direct["test_score"])
+    assert attrs["backend"] == direct["backend"] == "exact"
 
 
 def test_svm_doors_keep_every_metric(cancer):

@@ -19,7 +19,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import SGDClassifier
 
 from sklearn_ext import PrefixCache, TreeCVEstimator
-from sklearn_ext.model_selection import _prefix_cache
+from sklearn_ext.utils import _prefix_cache
 
 OTHER_UID = 65534  # nobody
 

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import optuna
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_array_equal
 from optuna.distributions import FloatDistribution
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import RidgeClassifier, SGDClassifier
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.neural_network import MLPClassifier
 
 from optuna_treecv import TreeCVObjective, refit_estimator, select_trial
-from sklearn_ext.model_selection import one_standard_error_rule
+from sklearn_ext import PegasosClassifier
+from sklearn_ext.model_selection import TreeCVRegimeWarning, one_standard_error_rule
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -107,9 +111,10 @@ def test_select_trial_and_refit_estimator():
         best.value - best.user_attrs["stderr_test_score"]
     )
     model = refit_estimator(study, sgd, X, y, simplest="alpha", greater_is_simpler=True)
-    assert model.alpha == simple.params["alpha"]
+    # Scored by one pass of partial_fit, so refit the same way (a wrapper).
+    assert model.estimator_.alpha == simple.params["alpha"]
     assert model.optuna_trial_.number == simple.number
-    assert hasattr(model, "coef_")
+    assert hasattr(model.estimator_, "coef_")
 
     def space_fn(trial):
         return {"alpha": 10 ** trial.suggest_float("log_alpha", -5, 0)}
@@ -117,7 +122,36 @@ def test_select_trial_and_refit_estimator():
     study2 = optuna.create_study(direction="maximize")
     study2.optimize(TreeCVObjective(sgd, space_fn, X, y, cv=3), n_trials=2)
     model2 = refit_estimator(study2, sgd, X, y, params=space_fn)
-    assert model2.alpha == pytest.approx(10 ** study2.best_params["log_alpha"])
+    expected = 10 ** study2.best_params["log_alpha"]
+    assert model2.estimator_.alpha == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        SGDClassifier(random_state=0),
+        PegasosClassifier(),
+        MLPClassifier(hidden_layer_sizes=(8,), learning_rate_init=0.01, random_state=0),
+    ],
+    ids=["SGDClassifier", "PegasosClassifier", "MLPClassifier"],
+)
+def test_refit_estimator_reproduces_the_trials_value(estimator):
+    X, y = make_classification(n_samples=300, n_informative=5, random_state=0)
+    objective = TreeCVObjective(
+        estimator, {"alpha": FloatDistribution(1e-4, 1e-1, log=True)}, X, y, cv=4
+    )
+    study = optuna.create_study(
+        direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TreeCVRegimeWarning)
+        study.optimize(objective, n_trials=3)
+    model = refit_estimator(study, estimator, X, y)
+    splits = list(objective.fold_plan_.split())
+    scores = cross_val_score(clone(model), X, y, cv=splits)
+    assert abs(scores.mean() - study.best_value) <= 1e-12
+    again = clone(model).fit(X, y)
+    assert_array_equal(again.predict(X), model.predict(X))
 
 
 def test_select_trial_needs_objective_trials():
@@ -153,3 +187,16 @@ def test_rule_invariants(candidates, n_std_errors):
     # No candidate within the band is simpler.
     within = means >= threshold
     assert values[chosen] == values[within].min()
+
+
+def test_refit_estimator_after_standard_cv_is_the_learners_fit():
+    X, y = make_classification(n_samples=200, random_state=0)
+    sgd = SGDClassifier(max_iter=20, tol=None, random_state=0)
+    space = {"alpha": FloatDistribution(1e-4, 1e-1, log=True)}
+    study = optuna.create_study(direction="maximize")
+    objective = TreeCVObjective(sgd, space, X, y, cv=3, backend="standard")
+    study.optimize(objective, n_trials=2)
+    model = refit_estimator(study, sgd, X, y)
+    assert type(model) is SGDClassifier
+    expected = clone(sgd).set_params(**study.best_params).fit(X, y)
+    assert_array_equal(model.coef_, expected.coef_)

@@ -294,7 +294,7 @@ def test_tree_search_random_multimetric_and_callable_refit(digits):
 def test_tree_search_error_score(digits):
     X, y = digits
     grid = {"alpha": [1e-4, -1.0]}
-    with pytest.warns(FitFailedWarning, match="its score is set to nan"):
+    with pytest.warns(FitFailedWarning, match="3 fits failed out of a total of 6"):
         search = TreeCVSearchCV(_sgd(), grid, cv=3).fit(X, y)
     assert np.isnan(search.cv_results_["mean_test_score"][1])
     assert search.best_index_ == 0
@@ -368,6 +368,8 @@ def test_metadata_routing_sends_sample_weight_to_partial_fit(digits):
     with config_context(enable_metadata_routing=True):
         inner = MultinomialNB().set_partial_fit_request(sample_weight=True)
         est = TreeCVEstimator(inner, batch_size=100, cache=None)
+        # Its score takes sample_weight too, so it must say whether it wants it.
+        est.set_score_request(sample_weight=True)
         proba = est.fit(X, y, sample_weight=weights).predict_proba(X)
         scores = cross_validate(
             est, X, y, cv=TreeCVSplitter(4), params={"sample_weight": weights}

@@ -252,6 +252,23 @@ def test_prefix_cache_gives_the_same_model():
     assert_array_equal(again.coef_, reference.coef_)
 
 
+def test_prefix_cache_never_mixes_kernel_widths_of_gamma_scale():
+    from sklearn_ext import PrefixCache
+
+    # Each fit resolves "scale" from its own rows: a fit on a prefix of the rows
+    # has another kernel, so it must start cold (and give the uncached model).
+    X, y, labeled = _data(n_normal=1500, n_anomalies=100)
+    cache = PrefixCache()
+    first = _detector(gamma="scale", cache=cache).fit(X, y, labeled=labeled)
+    again = _detector(gamma="scale", cache=cache).fit(
+        X[:1200], y[:1200], labeled=labeled[:1200]
+    )
+    reference = _detector(gamma="scale").fit(X[:1200], y[:1200], labeled=labeled[:1200])
+    assert again.gamma_ != first.gamma_
+    assert cache.hits == 0
+    assert_array_equal(again.coef_, reference.coef_)
+
+
 # -- bad input ----------------------------------------------------------------------
 @pytest.mark.parametrize(
     "bad_y, shown",
@@ -496,7 +513,21 @@ def test_fold_without_anomalies_raises(engine):
     order = np.argsort(y, kind="stable")  # Anomalies first: later folds lack them.
     method = PythonTreeBackend() if engine == "python" else "auto"
     with pytest.raises(ValueError, match=r"both classes \(\+1 and -1\) in y"):
-        tree_cross_validate(_detector(), X[order], y[order], cv=KFold(5), method=method)
+        tree_cross_validate(
+            _detector(),
+            X[order],
+            y[order],
+            cv=KFold(5),
+            method=method,
+            error_score="raise",
+        )
+    if engine == "python":
+        # As cross_validate: by default the fold is scored nan, with a warning.
+        with pytest.warns(UserWarning, match="Scoring failed"):
+            result = tree_cross_validate(
+                _detector(), X[order], y[order], cv=KFold(5), method=method
+            )
+        assert np.isnan(result["test_score"]).any()
 
 
 def test_labeled_mask_routed_through_tree_cross_validate():

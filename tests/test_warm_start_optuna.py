@@ -73,7 +73,9 @@ def test_trials_share_one_store_with_threads(data, estimator):
         )
         assert abs(trial.value - cold["test_score"].mean()) <= 0.02
     hits = [t.user_attrs["cv"]["warm_start_hits"] for t in trials]
-    assert sum(hits) >= 4 * (len(Cs) - 2)
+    # Two trials start cold (two threads); a later trial's fold may still prefer
+    # the previous fold's seed, so not every fold of the others counts a hit.
+    assert sum(hits) >= 3 * (len(Cs) - 2)
     assert sum(t.user_attrs["cv"]["warm_start_skips"] for t in trials) > 0
     # A lookup may find a solution that loses to the previous fold's seed: the
     # trials count the seeds they used, the store every solution it served.

@@ -35,9 +35,11 @@ def native_model(detector, task):
     give each fold its own features, so no training could be shared along the
     tree: measured on 20,000 ForestCover rows, 10 folds, that costs 4 to 58
     times as much per grid point and changed the mean AUROC by at most 0.0002
-    (``docs/anomaly.md``). The Python tree and standard backends drive
-    ``partial_fit``, which resolves ``"scale"`` from the rows of its first
-    call; they equal this tree for ``gamma="auto"`` or a number.
+    (``docs/anomaly.md``). The Python tree and standard backends train
+    through the detector itself: ``partial_fit`` resolves ``"scale"`` from
+    the rows of its first call, ``fit`` (standard backend, several passes)
+    from each fold's training rows; they equal this tree for
+    ``gamma="auto"`` or a number.
 
     Parameters
     ----------

@@ -13,6 +13,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import cached_features, draw_weights, resolve_gamma
+from sklearn_ext.utils._prefix_cache import (
+    PrefixCache,
+    batches,
+    prefix_keys,
+    resolve_cache,
+    resume_from_prefix,
+)
 
 __all__ = ["SemiSupervisedAnomalyDetector", "auroc", "training_labels"]
 
@@ -190,7 +197,10 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         ``cv=TreeCVSplitter(k)``): with ``shuffle=False`` the first pass of
         :meth:`fit` feeds the rows in the given order in batches of 1024 and
         resumes from the longest prefix found in the cache; the model is the
-        same as without it. Ignored when ``shuffle=True``.
+        same as without it. Ignored when ``shuffle=True``. With
+        ``gamma="scale"`` each fit resolves its kernel width from its own rows,
+        so the folds of a search share no prefix: pass a number (e.g. the
+        ``gamma_`` of a fit on all rows) to share them.
 
     Attributes
     ----------
@@ -256,7 +266,7 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
-        "cache": "no_validation",  # checked in fit (model_selection imports us)
+        "cache": [StrOptions({"memory"}), PrefixCache, None],
     }
 
     def __init__(
@@ -319,18 +329,10 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         )
 
     def _resolve_cache(self):
-        from sklearn_ext.model_selection._prefix_cache import resolve_cache
-
         return resolve_cache(self.cache, type(self).__name__)
 
     def _first_epoch_from_prefix(self, cache, X, phi, y_train) -> None:
         """One ordered pass, resumed from the longest cached prefix."""
-        from sklearn_ext.model_selection._prefix_cache import (
-            batches,
-            prefix_keys,
-            resume_from_prefix,
-        )
-
         row_batches = batches(X.shape[0], _PREFIX_BATCH_SIZE)
         params = {k: v for k, v in self.get_params().items() if k != "cache"}
         root = joblib.hash(

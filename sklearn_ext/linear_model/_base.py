@@ -22,7 +22,7 @@ from sklearn.base import (
     clone,
 )
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -31,6 +31,13 @@ from sklearn.utils.validation import (
 )
 
 from sklearn_ext._fast import _sgd
+from sklearn_ext.utils._prefix_cache import (
+    PrefixCache,
+    batches,
+    prefix_keys,
+    resolve_cache,
+    resume_from_prefix,
+)
 
 #: Rows per batch of the prefix-sharing first epoch (``cache``).
 _PREFIX_BATCH_SIZE = 1024
@@ -85,7 +92,7 @@ class BaseNativeSGD(BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
-        "cache": "no_validation",  # checked in fit (model_selection imports us)
+        "cache": [StrOptions({"memory"}), PrefixCache, None],
     }
 
     # -- hooks --------------------------------------------------------------------
@@ -176,18 +183,10 @@ class BaseNativeSGD(BaseEstimator):
         )
 
     def _resolve_cache(self):
-        from sklearn_ext.model_selection._prefix_cache import resolve_cache
-
         return resolve_cache(getattr(self, "cache", None), type(self).__name__)
 
     def _first_epoch_from_prefix(self, cache, X, y_encoded, sample_weight) -> None:
         """One ordered pass over ``X``, resumed from the longest cached prefix."""
-        from sklearn_ext.model_selection._prefix_cache import (
-            batches,
-            prefix_keys,
-            resume_from_prefix,
-        )
-
         row_batches = batches(X.shape[0], _PREFIX_BATCH_SIZE)
         params = {k: v for k, v in self.get_params().items() if k != "cache"}
         root = joblib.hash(

@@ -1,8 +1,10 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches.
 
 Importing this package imports none of the learner packages: the native tree
-(``NativeTreeBackend``) asks each estimator for its kernel, and the SVM's
-alpha-seeding backend is found by name on first use.
+(``NativeTreeBackend``) asks each estimator for its kernel, the SVM's
+alpha-seeding backend is found by name on first use, and the exact statistics
+backend (``ExactStatisticsBackend``) names the scikit-learn learners it runs
+without importing them.
 """
 
 from sklearn_ext.model_selection._backends import (
@@ -15,17 +17,28 @@ from sklearn_ext.model_selection._backends import (
 )
 from sklearn_ext.model_selection._choice import TreeCVFallbackWarning, choose_backend
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
+from sklearn_ext.model_selection._exact import (
+    ExactStatisticsBackend,
+    StatisticsCache,
+    exact_learners,
+)
 from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.model_selection._plan import FoldPlan
-from sklearn_ext.model_selection._prefix_cache import PrefixCache
 from sklearn_ext.model_selection._refit import one_standard_error_rule
+from sklearn_ext.model_selection._regime import (
+    TreeCVRegimeWarning,
+    fit_is_one_pass,
+    one_pass_estimator,
+)
 from sklearn_ext.model_selection._search import TreeCVSearchCV
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.model_selection._validation import tree_cross_validate
+from sklearn_ext.utils._prefix_cache import PrefixCache
 
 __all__ = [
     "Backend",
     "CVTask",
+    "ExactStatisticsBackend",
     "FoldPlan",
     "LeafResult",
     "LeafTable",
@@ -33,12 +46,17 @@ __all__ = [
     "PrefixCache",
     "PythonTreeBackend",
     "StandardBackend",
+    "StatisticsCache",
     "StratifiedTreeCVSplitter",
     "TreeCVEstimator",
     "TreeCVFallbackWarning",
+    "TreeCVRegimeWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",
     "choose_backend",
+    "exact_learners",
+    "fit_is_one_pass",
+    "one_pass_estimator",
     "one_standard_error_rule",
     "tree_cross_validate",
 ]

@@ -19,10 +19,20 @@ from typing import Any, ClassVar
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, get_tags
 from threadpoolctl import threadpool_limits
 
 from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._shortcuts import (
+    _NotApplicable,
+    fast_accuracy,
+    sgd_classifier_update,
+)
+from sklearn_ext.model_selection._snapshot import (
+    restore_snapshot,
+    snapshots,
+    take_snapshot,
+)
 
 __all__ = [
     "LeafResult",
@@ -178,7 +188,9 @@ class LeafTable(Sequence):
 class CVTask:
     """Everything a backend needs for one cross-validation run.
 
-    ``X`` is a validated ndarray or CSR matrix and ``y`` an ndarray or ``None``.
+    ``X`` is a validated ndarray or CSR matrix (or, for the Python tree and
+    the standard backend, a DataFrame or an object array of rows such as
+    texts) and ``y`` an ndarray or ``None``.
     """
 
     estimator: Any
@@ -198,7 +210,8 @@ class CVTask:
     def rows(self, indices: np.ndarray) -> tuple[Any, Any, dict[str, Any]]:
         """``X``, ``y`` and sample-aligned fit params restricted to ``indices``."""
         key = _as_slice(indices)
-        X = self.X[key]
+        # A DataFrame's rows (and column names) are taken as scikit-learn does.
+        X = _safe_indexing(self.X, indices) if hasattr(self.X, "iloc") else self.X[key]
         y = None if self.y is None else self.y[key]
         n_samples = self.plan.n_samples
         params = {
@@ -209,10 +222,18 @@ class CVTask:
         }
         return X, y, params
 
-    def score(self, model, leaf: int) -> tuple[dict[str, float], float]:
-        """Scores of ``model`` on the rows that ``leaf`` holds out, and the time."""
+    def score(
+        self, model, leaf: int, columns: np.ndarray | None = None
+    ) -> tuple[dict[str, float], float]:
+        """Scores of ``model`` on the rows that ``leaf`` holds out, and the time.
+
+        ``columns`` (the training rows) slices a precomputed kernel or distance
+        matrix by columns too, as scikit-learn does for pairwise estimators.
+        """
         tic = time.perf_counter()
         X, y, _ = self.rows(self.plan.test_indices(leaf))
+        if columns is not None:
+            X = _safe_indexing(X, columns, axis=1)
         scores = {
             name: float(value) for name, value in self.scorer(model, X, y).items()
         }
@@ -279,6 +300,11 @@ class Backend(ABC):
     #: attributes: ``"sum"``, ``"mode"`` (the most frequent non-NaN value) or
     #: ``None`` (per fold only).
     extras: ClassVar[dict[str, str | None]] = {}
+
+    #: Whether the backend trains each fold on the plan's own training rows
+    #: (``plan.train_indices``) when a splitter's are not the complement of its
+    #: test fold; the others are refused such plans (``check_training_rows``).
+    own_training_rows: ClassVar[bool] = False
 
     #: The store handed to the estimator's ``warm_start_store`` (see
     #: :meth:`with_store`), or None.
@@ -385,35 +411,223 @@ def _partial_fit(task: CVTask, learner: _Learner, rows: np.ndarray, meter: _Mete
     learner.fitted = True
 
 
-def _has_snapshot(model) -> bool:
-    return callable(getattr(model, "_treecv_snapshot", None)) and callable(
-        getattr(model, "_treecv_restore", None)
-    )
+class _TreeRun:
+    """One run of the Python tree: the rows gathered once, the shortcuts chosen once.
+
+    The rows are copied once in the plan's chunk order (no copy when the
+    chunks already follow each other in ``X``), so that with a fixed feeding
+    order every update and every test fold is a contiguous block, a view of
+    that copy. A randomized order gathers each update's rows from the copy.
+    With ``shortcuts``, models are snapshot instead of deep-copied where the
+    learner allows it (:mod:`._snapshot`), SGD classifiers are updated without
+    the per-call overhead of ``partial_fit`` and linear classifiers scored
+    without the scorer's (:mod:`._shortcuts`).
+    """
+
+    def __init__(self, task: CVTask, shortcuts: bool) -> None:
+        plan = task.plan
+        self.task = task
+        self.plan = plan
+        self.bounds = plan.bounds
+        order = plan.sample_order
+        if np.array_equal(order, np.arange(plan.n_samples)):
+            self.X, self.y, self.params = task.X, task.y, task.fit_params
+        else:
+            self.X = _take(task.X, order)
+            self.y = None if task.y is None else task.y[order]
+            self.params = {
+                key: _safe_indexing(value, order)
+                if _is_sample_aligned(value, plan.n_samples)
+                else value
+                for key, value in task.fit_params.items()
+            }
+        self.aligned = [
+            key
+            for key, value in self.params.items()
+            if _is_sample_aligned(value, plan.n_samples)
+        ]
+        self.position = None
+        if plan.order == "randomized":
+            self.position = np.empty(plan.n_samples, dtype=np.intp)
+            self.position[order] = np.arange(plan.n_samples, dtype=np.intp)
+        self.shortcuts = shortcuts
+        self.update = None
+        self.fast_score = None
+        # A task that scores its own way (a search's) is asked for each leaf.
+        self.own_scoring = type(task).score is CVTask.score
+        # The shortcuts skip the learner's checks of X: they need a finite
+        # numeric array, checked here once per run.
+        if shortcuts and _finite_numeric(self.X):
+            self.update = sgd_classifier_update(task.estimator, self.X, self.params)
+            if self.own_scoring and task.y is not None and task.y.ndim == 1:
+                self.fast_score = fast_accuracy(task.estimator, task.scoring)
+
+    def fed(self, node: tuple[int, int], sibling: tuple[int, int]):
+        """Where the rows fed to obtain ``node`` are: a slice or positions."""
+        if self.position is not None:
+            return self.position[self.plan.feed(*node)]
+        return slice(int(self.bounds[sibling[0]]), int(self.bounds[sibling[1] + 1]))
+
+    def fit(self, learner: _Learner, key, meter: _Meter) -> None:
+        if learner.fitted and self.update is not None:
+            tic = time.perf_counter()
+            self.update(learner.model, key, self.y)
+            meter.fit_time += time.perf_counter() - tic
+            meter.n_samples_fed += _n_rows(key)
+            return
+        X = _take(self.X, key)
+        y = None if self.y is None else self.y[key]
+        params = self.params
+        if self.aligned:
+            params = {**params}
+            for name in self.aligned:
+                params[name] = _safe_indexing(params[name], key)
+        if not learner.fitted and self.task.classes is not None:
+            params = {**params, "classes": self.task.classes}
+        tic = time.perf_counter()
+        learner.model.partial_fit(X, y, **params)
+        meter.fit_time += time.perf_counter() - tic
+        meter.n_samples_fed += _n_rows(key)
+        learner.fitted = True
+
+    def score(self, model, leaf: int) -> tuple[dict[str, float], float]:
+        if not self.own_scoring:
+            return self.task.score(model, leaf)
+        tic = time.perf_counter()
+        key = slice(int(self.bounds[leaf]), int(self.bounds[leaf + 1]))
+        X = _take(self.X, key)
+        y = None if self.y is None else self.y[key]
+        scores = None
+        if self.fast_score is not None:
+            try:
+                scores = self.fast_score(model, X, y)
+            except _NotApplicable:
+                self.fast_score = None
+        if scores is None:
+            scores = {
+                name: float(value)
+                for name, value in self.task.scorer(model, X, y).items()
+            }
+        return scores, time.perf_counter() - tic
+
+    def subtree(self, node, learner: _Learner, meter: _Meter):
+        """Depth-first TreeCV below ``node``; yields leaves in fold order."""
+        start, end = node
+        task = self.task
+        if start == end:
+            scores, score_time = self.score(learner.model, start)
+            fed, fit_time = meter.take()
+            model = copy.deepcopy(learner.model) if task.return_estimator else None
+            yield task.leaf_result(start, scores, fed, fit_time, score_time, model)
+            return
+        left, right = self.plan.children(start, end)
+        if self.shortcuts and snapshots(learner.model):
+            state = take_snapshot(learner.model), learner.fitted
+            self.fit(learner, self.fed(left, right), meter)
+            yield from self.subtree(left, learner, meter)
+            restore_snapshot(learner.model, state[0])
+            learner.fitted = state[1]
+        else:
+            forked = learner.fork()
+            self.fit(forked, self.fed(left, right), meter)
+            yield from self.subtree(left, forked, meter)
+            del forked
+        self.fit(learner, self.fed(right, left), meter)
+        yield from self.subtree(right, learner, meter)
+
+    def grow(self, node, sibling, learner: _Learner, meter: _Meter):
+        self.fit(learner, self.fed(node, sibling), meter)
+        return node, learner, meter
+
+    def collect(self, node, learner: _Learner, meter: _Meter):
+        return list(self.subtree(node, learner, meter))
+
+
+def _finite_numeric(X) -> bool:
+    """Whether ``X`` is a 2-D numeric ndarray without NaN or infinity."""
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind not in "biuf":
+        return False
+    return X.dtype.kind != "f" or bool(np.isfinite(X).all())
+
+
+def _take(X, key):
+    """Rows ``key`` (a slice or positions) of an array, CSR matrix or DataFrame."""
+    if isinstance(X, np.ndarray) or not hasattr(X, "iloc"):
+        return X[key]
+    return _safe_indexing(X, key)
+
+
+def _n_rows(key) -> int:
+    if isinstance(key, slice):
+        return key.stop - key.start
+    return len(key)
 
 
 class PythonTreeBackend(Backend):
     """Algorithm 1 of the TreeCV paper around any ``partial_fit`` estimator.
 
-    A node's model is copied (``copy.deepcopy``) before the left child's update and
-    reused in place for the right child, so a sequential run holds one model per
-    tree level, ``O(log k)``. A learner may instead provide
-    ``_treecv_snapshot()`` returning its state and ``_treecv_restore(state)``
-    putting it back (section 4.1 of the paper); then no copies are made.
+    A node's model is saved before the left child's update and reused for the
+    right child, so a sequential run holds one model per tree level,
+    ``O(log k)``. The rows are gathered once per run in the plan's chunk
+    order, so that every update and test fold is a contiguous block.
+
+    Parameters
+    ----------
+    shortcuts : bool, default=True
+        Save a node's model by a snapshot of exactly the state ``partial_fit``
+        changes, for scikit-learn's ``SGDClassifier``, ``SGDRegressor``,
+        ``Perceptron``, ``PassiveAggressiveClassifier``/``Regressor``, the
+        naive Bayes family, ``MiniBatchKMeans`` and
+        ``MLPClassifier``/``Regressor``, and for any learner that provides
+        ``_treecv_snapshot()`` returning its state and
+        ``_treecv_restore(state)`` putting it back (section 4.1 of the paper);
+        deep-copy any other. Update SGD classifiers after their first call
+        and score linear classifiers by accuracy without the per-call
+        validation of ``partial_fit`` and of the scorer. The fold scores are
+        the same either way (bit for bit); ``False`` runs the public methods
+        and deep copies only, the reference the shortcuts are tested against.
+
+    Notes
+    -----
     With ``n_jobs > 1`` the top levels are trained in parallel, node by node,
-    until there is a subtree per worker; the subtrees then run in parallel.
+    until there is a subtree per worker; the subtrees then run in parallel
+    under a thread limit of ``cpu_count() // n_jobs`` each.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext import tree_cross_validate
+    >>> from sklearn_ext.model_selection import PythonTreeBackend
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> est = SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
+    >>> fast = tree_cross_validate(est, X, y, cv=10, method=PythonTreeBackend())
+    >>> reference = tree_cross_validate(
+    ...     est, X, y, cv=10, method=PythonTreeBackend(shortcuts=False))
+    >>> bool((fast["test_score"] == reference["test_score"]).all())
+    True
     """
 
     name = "python_tree"
+
+    def __init__(self, shortcuts: bool = True) -> None:
+        if not isinstance(shortcuts, bool):
+            raise ValueError(
+                "The 'shortcuts' parameter of PythonTreeBackend must be an "
+                f"instance of 'bool'. Got {shortcuts!r} instead."
+            )
+        self.shortcuts = shortcuts
 
     @classmethod
     def accepts(cls, estimator) -> bool:
         return callable(getattr(estimator, "partial_fit", None))
 
     def run(self, task: CVTask) -> LeafTable:
+        run = _TreeRun(task, self.shortcuts)
         root = _Learner(_estimator(self, task))
         n_jobs = effective_n_jobs(task.n_jobs)
         if n_jobs == 1 or task.plan.n_splits < 4:
-            return _emit_all(task, _subtree(task, task.plan.root, root, _Meter()))
+            return _emit_all(task, run.subtree(task.plan.root, root, _Meter()))
         frontier = [(task.plan.root, root, _Meter())]
         # Grow the top of the tree level by level until every worker has a subtree.
         with Parallel(n_jobs=n_jobs) as parallel:
@@ -425,54 +639,27 @@ class PythonTreeBackend(Backend):
                         continue
                     left, right = task.plan.children(*node)
                     # The parent's pending work is carried by its left child.
-                    jobs.append(delayed(_grow)(task, left, learner.fork(), meter))
-                    jobs.append(delayed(_grow)(task, right, learner, _Meter()))
+                    jobs.append(delayed(run.grow)(left, right, learner.fork(), meter))
+                    jobs.append(delayed(run.grow)(right, left, learner, _Meter()))
                 frontier = parallel(jobs)
         parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
         with threadpool_limits(limits=max(1, cpu_count() // n_jobs)):
             subtrees = parallel(
-                delayed(_collect_subtree)(task, node, learner, meter)
+                delayed(run.collect)(node, learner, meter)
                 for node, learner, meter in frontier
             )
             return _emit_all(task, (leaf for leaves in subtrees for leaf in leaves))
 
+    def __repr__(self) -> str:
+        return (
+            "PythonTreeBackend()"
+            if self.shortcuts
+            else ("PythonTreeBackend(shortcuts=False)")
+        )
+
 
 def _identity(node, learner, meter):
     return node, learner, meter
-
-
-def _grow(task: CVTask, node, learner: _Learner, meter: _Meter):
-    _partial_fit(task, learner, task.plan.feed(*node), meter)
-    return node, learner, meter
-
-
-def _collect_subtree(task: CVTask, node, learner: _Learner, meter: _Meter):
-    return list(_subtree(task, node, learner, meter))
-
-
-def _subtree(task: CVTask, node, learner: _Learner, meter: _Meter):
-    """Depth-first TreeCV below ``node``; yields leaves in fold order."""
-    start, end = node
-    if start == end:
-        scores, score_time = task.score(learner.model, start)
-        fed, fit_time = meter.take()
-        model = copy.deepcopy(learner.model) if task.return_estimator else None
-        yield task.leaf_result(start, scores, fed, fit_time, score_time, model)
-        return
-    left, right = task.plan.children(start, end)
-    if _has_snapshot(learner.model):
-        state = (learner.model._treecv_snapshot(), learner.fitted)
-        _partial_fit(task, learner, task.plan.feed(*left), meter)
-        yield from _subtree(task, left, learner, meter)
-        learner.model._treecv_restore(state[0])
-        learner.fitted = state[1]
-    else:
-        forked = learner.fork()
-        _partial_fit(task, forked, task.plan.feed(*left), meter)
-        yield from _subtree(task, left, forked, meter)
-        del forked
-    _partial_fit(task, learner, task.plan.feed(*right), meter)
-    yield from _subtree(task, right, learner, meter)
 
 
 def _emit_all(task: CVTask, leaves) -> LeafTable:
@@ -487,12 +674,18 @@ def _emit_all(task: CVTask, leaves) -> LeafTable:
 class StandardBackend(Backend):
     """``k`` independent fits: the reference and the fallback.
 
-    An estimator with ``partial_fit`` is fed each fold's training rows in the
-    plan's order, update by update, exactly as the tree feeds them; any other
-    estimator is fit with ``fit`` on the fold's training rows.
+    Each fold's model is the estimator's own ``fit`` on the fold's training
+    rows (in the plan's order), as in ``cross_validate``: this is the switch
+    that scores a learner's ``fit`` when it trains differently from the one
+    ordered pass the tree scores (``SGDClassifier``'s epochs). A learner whose
+    ``fit`` is that one pass (see :func:`fit_is_one_pass`) is instead fed the
+    fold's rows update by update through ``partial_fit``, exactly as the tree
+    feeds them: the same model, bit for bit, as the tree's. A splitter's own
+    training rows (a purged K-fold's) are honoured as given.
     """
 
     name = "standard"
+    own_training_rows = True
 
     @classmethod
     def accepts(cls, estimator) -> bool:
@@ -523,19 +716,29 @@ def _estimator(backend: Backend, task: CVTask):
 
 
 def _standard_fold(task: CVTask, estimator, fold: int) -> LeafResult:
+    from sklearn_ext.model_selection._regime import fit_is_one_pass
+
     learner = _Learner(clone(estimator))
     meter = _Meter()
-    if PythonTreeBackend.accepts(learner.model):
+    pairwise = get_tags(learner.model).input_tags.pairwise
+    if (
+        not pairwise
+        and PythonTreeBackend.accepts(learner.model)
+        and fit_is_one_pass(learner.model)
+    ):
         for rows in task.plan.train_segments(fold):
             _partial_fit(task, learner, rows, meter)
     else:
         rows = task.plan.train_indices(fold)
         X, y, params = task.rows(rows)
+        if pairwise:  # a precomputed kernel: training columns too
+            X = _safe_indexing(X, rows, axis=1)
         tic = time.perf_counter()
         learner.model.fit(X, y, **params)
         meter.fit_time += time.perf_counter() - tic
         meter.n_samples_fed += len(rows)
-    scores, score_time = task.score(learner.model, fold)
+    columns = task.plan.train_indices(fold) if pairwise else None
+    scores, score_time = task.score(learner.model, fold, columns=columns)
     fed, fit_time = meter.take()
     return task.leaf_result(fold, scores, fed, fit_time, score_time, learner.model)
 

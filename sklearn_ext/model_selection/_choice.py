@@ -28,10 +28,11 @@ from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = ["METHODS", "TreeCVFallbackWarning", "backend_class", "choose_backend"]
 
-METHODS = ("auto", "treecv", "standard", "alpha_seeding")
+METHODS = ("auto", "exact", "treecv", "standard", "alpha_seeding")
 
 #: Engines of the learner packages, fastest first, as "module:Class".
 _ENGINES = {
+    "exact": ("sklearn_ext.model_selection._exact:ExactStatisticsBackend",),
     "alpha_seeding": ("sklearn_ext.svm._backend:AlphaSeedingBackend",),
     "treecv": ("sklearn_ext.model_selection._native:NativeTreeBackend",),
 }
@@ -60,7 +61,7 @@ def _engines(method: str) -> tuple[type[Backend], ...]:
 
 def backend_class(name: str) -> type[Backend]:
     """The backend class recorded as ``name`` in results (``"python_tree"``...)."""
-    for method in ("alpha_seeding", "treecv"):
+    for method in ("exact", "alpha_seeding", "treecv"):
         for cls in _engines(method):
             if cls.name == name:
                 return cls
@@ -83,8 +84,12 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
     ----------
     estimator : estimator object
         The (unfitted) learner.
-    method : {"auto", "treecv", "standard", "alpha_seeding"} or Backend, \
-            default="auto"
+    method : {"auto", "exact", "treecv", "standard", "alpha_seeding"} or \
+            Backend, default="auto"
+        ``"exact"`` computes per-chunk sufficient statistics once and forms
+        each fold's model as the total minus its chunk (naive Bayes, ridge,
+        least squares, LDA:
+        :class:`~sklearn_ext.model_selection.ExactStatisticsBackend`).
         ``"treecv"`` takes the fastest tree backend that accepts the estimator
         (the native tree for the learners of :mod:`sklearn_ext.linear_model`
         and :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`, else the
@@ -92,10 +97,11 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
         solves kernel SVM folds on a shared kernel store, each seeded from the
         last (:class:`~sklearn_ext.AlphaSeededSVC` and scikit-learn's ``SVC``
         without ``probability`` or ``break_ties``). ``"standard"`` trains ``k``
-        independent models. ``"auto"`` takes ``"alpha_seeding"`` where it
-        applies, then ``"treecv"``, and otherwise falls back to ``"standard"``
-        with a :class:`TreeCVFallbackWarning`. A :class:`Backend` instance
-        (e.g. ``AlphaSeedingBackend(seeding="mir")``) carries engine options.
+        independent models. ``"auto"`` takes ``"exact"`` where it applies,
+        then ``"alpha_seeding"``, then ``"treecv"``, and otherwise falls back
+        to ``"standard"`` with a :class:`TreeCVFallbackWarning`. A
+        :class:`Backend` instance (e.g. ``AlphaSeedingBackend(seeding="mir")``)
+        carries engine options.
     store : object, default=None
         A store shared across runs (e.g. a
         :class:`~sklearn_ext.svm.WarmStartStore`), handed to the chosen
@@ -145,13 +151,21 @@ def _choose(estimator, method) -> Backend:
     if method == "standard":
         return StandardBackend()
     candidates = {
-        "auto": _engines("alpha_seeding") + _engines("treecv"),
+        "auto": _engines("exact") + _engines("alpha_seeding") + _engines("treecv"),
+        "exact": _engines("exact"),
         "treecv": _engines("treecv"),
         "alpha_seeding": _engines("alpha_seeding"),
     }[method]
     for cls in candidates:
         if cls.accepts(estimator):
             return cls()
+    if method == "exact":
+        raise TypeError(
+            f"method='exact' cannot run {owner}: it runs only the learners whose "
+            "model is made from sufficient statistics (see "
+            "sklearn_ext.model_selection.exact_learners()), with the parameters "
+            "docs/exact.md lists. Use method='auto'."
+        )
     if method == "alpha_seeding":
         raise TypeError(
             "method='alpha_seeding' needs an AlphaSeededSVC or a sklearn.svm.SVC "

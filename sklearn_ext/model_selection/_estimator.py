@@ -9,6 +9,7 @@ import warnings
 
 import joblib
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import get_tags
 from sklearn.utils._metadata_requests import (
@@ -20,7 +21,7 @@ from sklearn.utils._metadata_requests import (
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_ext.model_selection._prefix_cache import (
+from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
     batches,
     prefix_keys,
@@ -33,8 +34,8 @@ __all__ = ["TreeCVEstimator"]
 
 def _estimator_has(attr: str):
     def check(self) -> bool:
-        if hasattr(self, "estimator_"):
-            return hasattr(self.estimator_, attr)
+        if "_stream" in vars(self):
+            return hasattr(self._stream, attr)
         return hasattr(self.estimator, attr)
 
     return check
@@ -54,6 +55,17 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
     candidate instead of ``k - 1``. A miss is an ordinary fit: the digest covers
     the content of the rows, so a different fold, candidate or data set can never
     pick up a wrong state.
+
+    Its ``fit`` is one pass of ``estimator.partial_fit`` over the rows in the
+    order given, in batches of ``batch_size``: the *streaming regime* that
+    TreeCV scores. :meth:`partial_fit` keeps the same batch boundaries across
+    calls (rows short of a full batch wait, and a copy with them fed answers
+    ``predict``), so ``partial_fit(A); partial_fit(B)`` gives the model of
+    ``fit(A + B)``. That is why :class:`TreeCVSearchCV` and
+    :func:`~sklearn_ext.tree_cross_validate` wrap a learner whose own ``fit``
+    trains differently (e.g. ``SGDClassifier``'s epochs) in it: the fold
+    models are the ``fit`` of this wrapper on the fold's training rows, and the
+    refit model is the same wrapper fitted on all rows.
 
     Parameters
     ----------
@@ -76,7 +88,8 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     estimator_ : estimator object
-        The fitted learner.
+        The fitted learner (after :meth:`partial_fit`, with every row seen
+        fed, including those still waiting for a full batch).
     n_samples_fed_ : int
         Rows passed to ``partial_fit`` by the last ``fit``.
     n_samples_reused_ : int
@@ -105,6 +118,15 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
     ... ).fit(X, y)
     >>> search.best_params_
     {'estimator__alpha': 0.1}
+
+    The wrapper weighs its score like the learner does, and learns online:
+
+    >>> import numpy as np
+    >>> model = TreeCVEstimator(MultinomialNB(), batch_size=64, cache=None)
+    >>> model = model.partial_fit(X[:900], y[:900], classes=np.unique(y))
+    >>> model = model.partial_fit(X[900:], y[900:])
+    >>> bool(model.score(X, y, sample_weight=np.ones(len(y))) > 0.8)
+    True
     """
 
     def __init__(self, estimator, *, batch_size=1024, classes=None, cache="memory"):
@@ -211,21 +233,148 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         fed = n_samples - (
             row_batches[first].start if first < len(row_batches) else n_samples
         )
-        self.estimator_ = model
+        self._set_stream(model, classes, n_samples)
         self.n_samples_fed_ = fed
         self.n_samples_reused_ = n_samples - fed
         return self
 
+    def partial_fit(self, X, y=None, classes=None, **params):
+        """Feed more rows to the learner, keeping ``fit``'s batch boundaries.
+
+        Rows are fed to ``estimator.partial_fit`` in batches of ``batch_size``
+        counted over all calls since the first, so a sequence of calls gives
+        the model that ``fit`` gives on the rows of all calls in order. Rows
+        short of a full batch wait for the next call; ``estimator_`` (and so
+        ``predict`` and ``score``) is the learner with them fed.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows, in the order they are to be fed.
+        y : array-like of shape (n_samples,), default=None
+            Targets; ``None`` for unsupervised learners.
+        classes : array-like of shape (n_classes,), default=None
+            All class labels, needed by a classifier on the first call (unless
+            the ``classes`` parameter is set).
+        **params : dict
+            Passed to ``estimator.partial_fit``; arrays of length ``n_samples``
+            are cut with the rows. With metadata routing enabled, routed to
+            ``estimator.partial_fit``.
+
+        Returns
+        -------
+        self : object
+            The updated wrapper.
+        """
+        first_call = "_stream" not in vars(self)
+        if first_call:
+            self._check_params()
+        if y is None:
+            X = validate_data(self, X, accept_sparse="csr", reset=first_call)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", multi_output=True, reset=first_call
+            )
+        if _routing_enabled():
+            params = process_routing(
+                self, "partial_fit", **params
+            ).estimator.partial_fit
+        if first_call:
+            if classes is None and self.classes is not None:
+                classes = np.asarray(self.classes)
+            if is_classifier(self.estimator) and y is not None and classes is None:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit of "
+                    "TreeCVEstimator wrapping a classifier (or set its 'classes' "
+                    "parameter)."
+                )
+            self._set_stream(clone(self.estimator), classes, 0)
+            self.n_samples_fed_ = 0
+            self.n_samples_reused_ = 0
+        n_samples = X.shape[0]
+        aligned = sorted(
+            k for k, v in params.items() if _is_sample_aligned(v, n_samples)
+        )
+        others = {k: v for k, v in params.items() if k not in aligned}
+        pending = self._pending
+        chunk = (X, y, {k: np.asarray(params[k]) for k in aligned})
+        if pending is not None:
+            if sorted(pending[2]) != aligned:
+                raise ValueError(
+                    "The per-sample parameters of partial_fit must be the same in "
+                    f"every call; got {aligned} after {sorted(pending[2])}."
+                )
+            chunk = _concat_rows(pending, chunk)
+        n_rows = chunk[0].shape[0]
+        full = (n_rows // self.batch_size) * self.batch_size
+        for start in range(0, full, self.batch_size):
+            rows = slice(start, start + self.batch_size)
+            self._n_fed_to_stream += _feed(
+                self._stream,
+                _take_rows(chunk, rows),
+                others,
+                self._stream_classes if self._n_fed_to_stream == 0 else None,
+            )
+        self._pending = None if full == n_rows else _take_rows(chunk, slice(full, None))
+        self._pending_params = others
+        self._flushed = None
+        self.n_samples_fed_ += n_samples
+        return self
+
+    def _set_stream(self, model, classes, n_fed: int) -> None:
+        self._stream = model
+        self._stream_classes = classes
+        self._n_fed_to_stream = n_fed
+        self._pending = None
+        self._pending_params = {}
+        self._flushed = None
+
+    @property
+    def estimator_(self):
+        """The fitted learner, with every row seen fed."""
+        if "_stream" not in vars(self):
+            raise AttributeError(
+                f"This {type(self).__name__} instance is not fitted yet; it has "
+                "no attribute 'estimator_'."
+            )
+        if self._pending is None:
+            return self._stream
+        if self._flushed is None:
+            # A copy, so that the next partial_fit continues the stream.
+            flushed = copy.deepcopy(self._stream)
+            first = self._n_fed_to_stream == 0
+            _feed(
+                flushed,
+                self._pending,
+                self._pending_params,
+                self._stream_classes if first else None,
+            )
+            self._flushed = flushed
+        return self._flushed
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return "_stream" in vars(self)
+
     def get_metadata_routing(self):
-        """Route ``fit`` parameters to the learner's ``partial_fit``.
+        """Route ``fit`` and ``partial_fit`` parameters to ``partial_fit``.
+
+        The wrapper's own ``score`` request (``set_score_request``) is part of
+        the routing, so a router around it (a pipeline, a search) can send
+        ``sample_weight`` to its ``score``.
 
         Returns
         -------
         routing : MetadataRouter
         """
-        return MetadataRouter(owner=self).add(
-            estimator=self.estimator,
-            method_mapping=MethodMapping().add(caller="fit", callee="partial_fit"),
+        return (
+            MetadataRouter(owner=self)
+            .add_self_request(self)
+            .add(
+                estimator=self.estimator,
+                method_mapping=MethodMapping()
+                .add(caller="fit", callee="partial_fit")
+                .add(caller="partial_fit", callee="partial_fit"),
+            )
         )
 
     # -- delegation -------------------------------------------------------------------
@@ -270,9 +419,27 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         return self._delegate("score_samples", X)
 
     @available_if(_estimator_has("score"))
-    def score(self, X, y=None, **params):
-        """The fitted learner's ``score``."""
-        return self._delegate("score", X, y, **params)
+    def score(self, X, y=None, sample_weight=None):
+        """The fitted learner's ``score``, weighted by ``sample_weight`` if given.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test rows.
+        y : array-like of shape (n_samples,), default=None
+            True targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights passed to the learner's ``score``. Request it with
+            ``set_score_request(sample_weight=True)`` when metadata routing
+            is enabled.
+
+        Returns
+        -------
+        score : float
+        """
+        if sample_weight is None:
+            return self._delegate("score", X, y)
+        return self._delegate("score", X, y, sample_weight=sample_weight)
 
     @property
     def classes_(self):
@@ -317,6 +484,37 @@ def _is_sample_aligned(value, n_samples: int) -> bool:
         hasattr(value, "__len__")
         and not isinstance(value, str | bytes)
         and len(value) == n_samples
+    )
+
+
+def _feed(model, chunk, others: dict, classes) -> int:
+    """``model.partial_fit`` on a chunk of rows; the number of rows fed."""
+    X, y, aligned = chunk
+    params = {**others, **aligned}
+    if classes is not None:
+        params["classes"] = classes
+    model.partial_fit(X, y, **params)
+    return X.shape[0]
+
+
+def _concat_rows(first, second):
+    X1, y1, a1 = first
+    X2, y2, a2 = second
+    X = (
+        sp.vstack([X1, X2], format="csr")
+        if sp.issparse(X1)
+        else np.concatenate([X1, X2])
+    )
+    y = None if y1 is None else np.concatenate([y1, y2])
+    return X, y, {k: np.concatenate([a1[k], a2[k]]) for k in a1}
+
+
+def _take_rows(chunk, rows: slice):
+    X, y, aligned = chunk
+    return (
+        X[rows],
+        None if y is None else y[rows],
+        {k: v[rows] for k, v in aligned.items()},
     )
 
 

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 
 from sklearn_ext._fast._random import shuffle_node_feed
 
-__all__ = ["FoldPlan"]
+__all__ = ["FoldPlan", "check_training_rows", "describe_splitter"]
 
 ORDERS = ("fixed", "randomized")
 
@@ -52,6 +52,15 @@ class FoldPlan:
         splits share as little training as possible, so that folds evaluated
         at the same time by parallel workers do not wait for each other's
         prefixes and later folds find them done.
+    train_folds : sequence of (array-like of int or None), default=None
+        The training rows of each chunk, for a splitter whose training rows are
+        not the complement of its test fold (a purged or embargoed K-fold that
+        leaves out rows near each test fold): chunk ``i`` trains on
+        ``train_folds[i]`` (``None``: on the complement). Only a backend that
+        trains each fold on its own rows (``method="standard"``) can run such
+        a plan; see :func:`check_training_rows`.
+    splitter : str, default=None
+        What the plan was built from, for error messages.
 
     Attributes
     ----------
@@ -68,6 +77,9 @@ class FoldPlan:
         Leaf of each split index.
     split_index : ndarray of shape (n_splits,)
         Split index of each leaf (the inverse of ``leaf_order``).
+    complement : bool
+        Whether every chunk trains on the complement of its test rows (the
+        TreeCV tree's assumption).
 
     Examples
     --------
@@ -87,6 +99,8 @@ class FoldPlan:
         order: str = "fixed",
         seed: int | None = None,
         leaf_order="tree",
+        train_folds=None,
+        splitter: str | None = None,
     ) -> None:
         check_order(order, "FoldPlan")
         if order == "randomized":
@@ -135,6 +149,9 @@ class FoldPlan:
         self.split_index[self.leaf_order] = np.arange(self.n_splits)
         for array in (self.leaf_order, self.split_index):
             array.flags.writeable = False
+        self.splitter = splitter
+        self._train_folds = _check_train_folds(train_folds, folds, self.n_samples)
+        self.complement = all(rows is None for rows in self._train_folds)
 
     # -- construction ---------------------------------------------------------
     @classmethod
@@ -152,7 +169,9 @@ class FoldPlan:
         """Build a plan from any splitter whose test folds partition the samples.
 
         Fold ``i`` of the plan is the splitter's fold ``i``: chunk ``i`` is its
-        ``i``-th test set, in the order the splitter yields it.
+        ``i``-th test set, in the order the splitter yields it. Where the
+        splitter's training rows are not the complement of its test set, the
+        plan keeps them (see ``train_folds``).
 
         Parameters
         ----------
@@ -178,17 +197,27 @@ class FoldPlan:
         """
         check_order(order, "FoldPlan")
         seed = _draw_seed(random_state) if order == "randomized" else None
-        test_folds = [np.asarray(test) for _, test in cv.split(X, y, groups)]
+        n_samples = _num_samples(X)
+        pairs = [
+            (np.asarray(train, dtype=np.intp).ravel(), np.asarray(test))
+            for train, test in cv.split(X, y, groups)
+        ]
+        train_folds = [
+            None if _is_complement(train, test, n_samples) else train
+            for train, test in pairs
+        ]
         try:
             return cls(
-                test_folds,
-                _num_samples(X),
+                [test for _, test in pairs],
+                n_samples,
                 order=order,
                 seed=seed,
                 leaf_order=leaf_order,
+                train_folds=train_folds,
+                splitter=describe_splitter(cv),
             )
         except ValueError as exc:
-            raise ValueError(f"Invalid cv={cv!r}: {exc}") from None
+            raise ValueError(f"Invalid cv={describe_splitter(cv)}: {exc}") from None
 
     # -- the tree ---------------------------------------------------------------
     @property
@@ -236,11 +265,18 @@ class FoldPlan:
         return rows
 
     def train_segments(self, fold: int) -> list[np.ndarray]:
-        """The updates on the path to ``fold``'s leaf, sibling half first."""
+        """The updates on the path to ``fold``'s leaf, sibling half first.
+
+        A chunk with its own training rows (``train_folds``) has one update:
+        those rows, in the splitter's order.
+        """
+        own = self._train_folds[self._check_fold(fold)]
+        if own is not None:
+            return [np.array(own)]
         return [self.feed(*node) for node in self.path(fold)[1:]]
 
     def train_indices(self, fold: int) -> np.ndarray:
-        """Training rows of ``fold`` in TreeCV feeding order."""
+        """Training rows of ``fold``: in TreeCV feeding order, or the splitter's."""
         return np.concatenate(self.train_segments(fold))
 
     def test_indices(self, fold: int) -> np.ndarray:
@@ -280,6 +316,8 @@ class FoldPlan:
             order=self.order,
             seed=self.seed,
             leaf_order=np.argsort(splits),
+            train_folds=[self._train_folds[int(c)] for c in self.leaf_order[splits]],
+            splitter=self.splitter,
         )
 
     def n_samples_fed(self) -> int:
@@ -324,6 +362,72 @@ class FoldPlan:
             f"FoldPlan(n_splits={self.n_splits}, n_samples={self.n_samples}, "
             f"order={self.order!r})"
         )
+
+
+def _is_complement(train: np.ndarray, test, n_samples: int) -> bool:
+    """Whether ``train`` holds every row outside ``test`` once (in any order)."""
+    test = np.asarray(test, dtype=np.intp).ravel()
+    if train.shape[0] + test.shape[0] != n_samples:
+        return False
+    seen = np.zeros(n_samples, dtype=bool)
+    inside = train[(train >= 0) & (train < n_samples)]
+    seen[inside] = True
+    seen[test[(test >= 0) & (test < n_samples)]] = True
+    return inside.shape[0] == train.shape[0] and bool(np.all(seen))
+
+
+def _check_train_folds(train_folds, test_folds, n_samples: int) -> list:
+    if train_folds is None:
+        return [None] * len(test_folds)
+    if len(train_folds) != len(test_folds):
+        raise ValueError(
+            "The 'train_folds' parameter of FoldPlan must have one entry per test "
+            f"fold ({len(test_folds)}). Got {len(train_folds)} instead."
+        )
+    out = []
+    for i, rows in enumerate(train_folds):
+        if rows is None:
+            out.append(None)
+            continue
+        rows = np.array(rows, dtype=np.intp).ravel()
+        if rows.shape[0] == 0 or np.any((rows < 0) | (rows >= n_samples)):
+            raise ValueError(
+                f"The training rows of fold {i} must be a non-empty array of "
+                f"indices in [0, {n_samples})."
+            )
+        rows.flags.writeable = False
+        out.append(rows)
+    return out
+
+
+def describe_splitter(cv) -> str:
+    """A short name of ``cv`` for messages (pairs given as cv are not listed)."""
+    if type(cv).__name__ == "_CVIterableWrapper":
+        return f"<{len(cv.cv)} (train, test) pairs>"
+    text = repr(cv)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_training_rows(plan: FoldPlan, backend) -> None:
+    """Raise if ``backend`` cannot train ``plan``'s folds on their own rows.
+
+    The tree and alpha-seeding engines train each fold on the complement of its
+    test rows; a plan whose splitter left rows out of training runs only on a
+    backend that declares ``own_training_rows`` (the standard backend).
+    """
+    if plan.complement or getattr(backend, "own_training_rows", False):
+        return
+    leaf = next(i for i, rows in enumerate(plan._train_folds) if rows is not None)
+    n_train = plan._train_folds[leaf].shape[0]
+    n_complement = plan.n_samples - plan.test_indices(leaf).shape[0]
+    raise ValueError(
+        f"The training rows of cv={plan.splitter or 'the fold plan'} are not the "
+        f"complement of its test folds (split {int(plan.split_index[leaf])} trains "
+        f"on {n_train} rows, the complement has {n_complement}); the "
+        f"{backend.name!r} backend trains every fold on the complement of its "
+        "test fold and cannot honour them. Use method='standard', which trains "
+        "each fold on the splitter's own training rows."
+    )
 
 
 def _interleaved(start: int, end: int) -> list[int]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
-from numbers import Integral
+import warnings
+from collections.abc import Callable, Iterable
+from numbers import Integral, Real
+from traceback import format_exc
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (
     is_classifier,
     is_clusterer,
@@ -15,20 +18,28 @@ from sklearn.base import (
     is_regressor,
 )
 from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_consistent_length
+from sklearn.utils.validation import _num_samples, check_consistent_length
 
 from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
     LeafResult,
     LeafTable,
+    PythonTreeBackend,
+    StandardBackend,
     accepts_classes,
 )
 from sklearn_ext.model_selection._choice import METHODS, choose_backend
-from sklearn_ext.model_selection._plan import FoldPlan, _draw_seed
+from sklearn_ext.model_selection._plan import (
+    FoldPlan,
+    _draw_seed,
+    check_training_rows,
+)
+from sklearn_ext.model_selection._regime import scored_estimator, warn_about_regime
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
 from sklearn_ext.utils._param_validation import validate_params
 
@@ -65,6 +76,7 @@ def stratifies(estimator) -> bool:
         "classes": ["array-like", None],
         "fit_params": [dict, None],
         "leaf_callback": [callable, None],
+        "error_score": [StrOptions({"raise"}), Real],
     },
 )
 def tree_cross_validate(
@@ -83,6 +95,7 @@ def tree_cross_validate(
     classes=None,
     fit_params: dict[str, Any] | None = None,
     leaf_callback: Callable[[LeafResult], None] | None = None,
+    error_score=np.nan,
 ) -> dict[str, Any]:
     """Evaluate scores by k-fold cross-validation along the TreeCV tree.
 
@@ -96,13 +109,26 @@ def tree_cross_validate(
     of updates (naive Bayes, sufficient statistics) and are within noise of it
     for online learners (SGD, PEGASOS).
 
+    The tree scores each fold's model after one ordered pass of ``partial_fit``
+    over its training rows. A learner whose updates depend on how rows are
+    batched (``SGDClassifier(shuffle=True)``, ``MLPClassifier``) is fed through
+    a :class:`TreeCVEstimator` that keeps fixed batches, so every fold model
+    is exactly ``one_pass_estimator(estimator).fit`` on the fold's rows; when
+    the learner's own ``fit`` trains differently (several epochs), a
+    :class:`~sklearn_ext.model_selection.TreeCVRegimeWarning` says so and
+    ``method="standard"`` scores that ``fit`` instead. See "What TreeCV scores"
+    in the user guide.
+
     Parameters
     ----------
     estimator : estimator object
         The learner. TreeCV needs ``partial_fit``; use ``method="standard"``
         for any other estimator.
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        Training data. Must be finite.
+        Training data. The tree and the standard backend hand the rows to the
+        estimator as given (a DataFrame keeps its column names, so fold models
+        have ``feature_names_in_``; a list of texts works with a pipeline and
+        ``method="standard"``); the native engines need a finite array.
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
         Targets; ``None`` for clustering and density estimation.
     groups : array-like of shape (n_samples,), default=None
@@ -125,9 +151,10 @@ def tree_cross_validate(
         Chosen by :func:`~sklearn_ext.model_selection.choose_backend`, as in
         every other door. ``"treecv"`` runs the TreeCV recursion (a
         ``TypeError`` for an estimator without ``partial_fit``). ``"standard"``
-        trains ``k`` independent models (a ``partial_fit`` learner fed the same
-        rows in the same order as the tree feeds them), the reference to
-        compare against. ``"alpha_seeding"``, which ``"auto"`` picks for
+        trains ``k`` independent models with the estimator's own ``fit``, as
+        ``cross_validate`` does (a learner whose ``fit`` is one ordered pass is
+        fed the same rows, update by update, as the tree feeds them).
+        ``"alpha_seeding"``, which ``"auto"`` picks for
         :class:`~sklearn_ext.svm.AlphaSeededSVC` and :class:`sklearn.svm.SVC`,
         solves the kernel SVM folds in order on one shared kernel store, each
         fold's SMO seeded from the previous fold's solution (SIR, Wen et al.,
@@ -160,6 +187,11 @@ def tree_cross_validate(
         Called with a :class:`LeafResult` as soon as each fold is scored (its
         ``split`` is the split index, as in the result arrays). It may raise an
         exception to stop the run, which then propagates.
+    error_score : "raise" or float, default=np.nan
+        As in :func:`~sklearn.model_selection.cross_validate`: the score of a
+        fold whose scoring raises, with a ``UserWarning``; ``"raise"``
+        re-raises. A failed fit fails every fold of the tree, so its error is
+        raised (``cross_validate`` raises too when every fit fails).
 
     Returns
     -------
@@ -186,14 +218,18 @@ def tree_cross_validate(
     >>> from sklearn.naive_bayes import MultinomialNB
     >>> from sklearn_ext import tree_cross_validate
     >>> X, y = load_digits(return_X_y=True)
-    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10)
+    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10, method="treecv")
     >>> result["test_score"].shape
     (10,)
     >>> result["backend"], result["n_samples_fed"] < 5 * len(X)
     ('python_tree', True)
+    >>> tree_cross_validate(MultinomialNB(), X, y, cv=10)["backend"]  # one pass
+    'exact'
     """
     backend = choose_backend(estimator, method)
-    X, y = _validate_data(X, y)
+    X_given = X
+    as_given = isinstance(backend, PythonTreeBackend | StandardBackend)
+    X, y = _validate_data(X, y, as_given=as_given)
     plan = make_fold_plan(
         cv,
         X,
@@ -203,20 +239,61 @@ def tree_cross_validate(
         order=order,
         random_state=random_state,
     )
+    check_training_rows(plan, backend)
+    all_classes = _classes(estimator, y, classes)
+    scored, regime = scored_estimator(estimator, backend, classes=all_classes)
+    if regime == "one_pass":
+        warn_about_regime(estimator, refit=False, stacklevel=4)
     task = CVTask(
-        estimator=estimator,
+        estimator=scored,
         X=X,
         y=y,
         plan=plan,
-        scorer=make_scorer_dict(estimator, scoring),
+        scorer=_scoring_errors_as(
+            make_scorer_dict(estimator, scoring), scoring, error_score
+        ),
         scoring=scoring,
         fit_params=dict(fit_params or {}),
-        classes=_classes(estimator, y, classes),
+        classes=_classes(scored, y, all_classes),
         n_jobs=n_jobs,
         return_estimator=return_estimator,
         on_leaf=leaf_callback,
     )
-    return _aggregate(backend.run(task), backend.name)
+    result = _aggregate(backend.run(task), backend.name)
+    if return_estimator and _feature_names(X_given) is not None and not as_given:
+        for model in result["estimator"]:
+            if model is not None and not hasattr(model, "feature_names_in_"):
+                model.feature_names_in_ = _feature_names(X_given)
+    return result
+
+
+def _scoring_errors_as(scorer, scoring, error_score):
+    """``scorer``, with a fold whose scoring raises scored ``error_score``.
+
+    As scikit-learn's ``_score``: a ``UserWarning`` with the details, unless
+    ``error_score="raise"``.
+    """
+    if error_score == "raise":
+        return scorer
+    if isinstance(scoring, list | tuple | set | dict):
+        names = list(scoring)
+    else:
+        names = ["score"]
+
+    def score(model, X, y):
+        try:
+            return scorer(model, X, y)
+        except Exception:
+            warnings.warn(
+                "Scoring failed. The score on this train-test partition for "
+                f"these parameters will be set to {error_score}. Details: \n"
+                f"{format_exc()}",
+                UserWarning,
+                stacklevel=2,
+            )
+            return {name: float(error_score) for name in names}
+
+    return score
 
 
 def make_fold_plan(
@@ -269,6 +346,12 @@ def make_fold_plan(
         if stratify and np.min(np.unique(y, return_counts=True)[1]) < cv:
             stratify = False  # StratifiedKFold cannot fill every chunk with a class.
         cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
+    elif (
+        isinstance(cv, Iterable)
+        and not isinstance(cv, str)
+        and not hasattr(cv, "split")
+    ):
+        cv = check_cv(cv)  # (train, test) pairs, as scikit-learn takes them
     elif not hasattr(cv, "split") or isinstance(cv, str):
         raise ValueError(
             "The 'cv' parameter must be an int in the range [2, n_samples], a "
@@ -312,6 +395,7 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
             return _named(_mean_score_samples)
     try:
         scorer = check_scoring(estimator, scoring)
+        _check_response_methods(estimator, scorer)
     except (ValueError, TypeError) as exc:
         raise ValueError(
             f"Invalid scoring={scoring!r} for {type(estimator).__name__}: {exc}"
@@ -319,6 +403,22 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
     if isinstance(scoring, list | tuple | set | dict):
         return scorer
     return _named(scorer)
+
+
+def _check_response_methods(estimator, scorer) -> None:
+    """Raise now, not at the first fold, if a scorer needs a missing method."""
+    scorers = getattr(scorer, "_scorers", {"score": scorer})
+    for name, one in scorers.items():
+        methods = getattr(one, "_response_method", None)
+        if methods is None:
+            continue
+        methods = (methods,) if isinstance(methods, str) else tuple(methods)
+        if not any(hasattr(estimator, method) for method in methods):
+            which = "it" if len(scorers) == 1 else f"the scorer {name!r}"
+            raise ValueError(
+                f"{which} calls {' or '.join(methods)}, which "
+                f"{type(estimator).__name__} does not have"
+            )
 
 
 def _named(scorer) -> Callable[[Any, Any, Any], dict[str, float]]:
@@ -347,15 +447,29 @@ def _mean_score_samples(model, X, y=None) -> float:
     return float(np.mean(model.score_samples(X)))
 
 
-def _validate_data(X, y):
-    X = check_array(
-        X,
-        accept_sparse="csr",
-        dtype=None,
-        ensure_all_finite=True,
-        ensure_min_samples=2,
-        input_name="X",
-    )
+def _validate_data(X, y, *, as_given: bool = False):
+    """Checked ``X`` and ``y``; with ``as_given``, ``X`` only made indexable.
+
+    The native engines need a finite array or CSR matrix; the Python tree and
+    the standard backend hand rows to the estimator, which checks them itself
+    (DataFrames keep their column names, NaN reaches learners that accept it).
+    """
+    if as_given and not sp.issparse(X):
+        if _num_samples(X) < 2:
+            raise ValueError(
+                f"Found array with {_num_samples(X)} sample(s) while a minimum "
+                "of 2 is required."
+            )
+        X = X if hasattr(X, "iloc") or hasattr(X, "shape") else _as_rows(X)
+    else:
+        X = check_array(
+            X,
+            accept_sparse="csr",
+            dtype=None,
+            ensure_all_finite=True,
+            ensure_min_samples=2,
+            input_name="X",
+        )
     if y is not None:
         y = check_array(
             y,
@@ -365,8 +479,29 @@ def _validate_data(X, y):
             ensure_min_samples=2,
             input_name="y",
         )
+    if y is not None:
         check_consistent_length(X, y)
+        if y.dtype == object:
+            n_none = sum(value is None for value in y.ravel())
+            if n_none:
+                raise ValueError(
+                    f"The 'y' parameter must not contain None; got None in "
+                    f"{n_none} of {y.shape[0]} samples."
+                )
     return X, y
+
+
+def _as_rows(X):
+    """A list of rows (texts...) as an array that rows can be taken from."""
+    array = np.empty(len(X), dtype=object)
+    array[:] = list(X)
+    return array
+
+
+def _feature_names(X):
+    from sklearn.utils.validation import _get_feature_names
+
+    return _get_feature_names(X)
 
 
 def _classes(estimator, y, classes):

@@ -15,7 +15,11 @@ from sklearn.utils.multiclass import (
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_ext.svm._kernel_store import KernelStore, kernel_matrix
+from sklearn_ext.svm._kernel_store import (
+    KernelStore,
+    kernel_matrix,
+    resolve_kernel_dtype,
+)
 from sklearn_ext.svm._solver import (
     PairProblem,
     pair_rows,
@@ -67,9 +71,13 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         Whether to use LIBSVM's shrinking heuristic.
     tol : float, default=1e-3
         Stopping tolerance on the maximal KKT violation.
-    cache_size : float, default=200
+    cache_size : float or "auto", default="auto"
         Kernel store budget in megabytes: the full kernel matrix is kept when it
-        fits, an LRU cache of columns otherwise.
+        fits, an LRU cache of columns otherwise. ``"auto"`` (the fast path,
+        nothing to tune) gives the store half the memory this process may use,
+        so the whole matrix is kept whenever it fits. ``SVC``'s default of 200
+        MB makes an 8,000-row problem fall back to columns; an ``SVC`` taken
+        over with ``cache_size=200`` gets ``"auto"``.
     class_weight : dict or "balanced", default=None
         Sets ``C`` of class ``i`` to ``class_weight[i] * C``.
     max_iter : int, default=-1
@@ -81,11 +89,13 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         Start the next :meth:`fit` on data of the same size from this fit's
         alphas.
-    kernel_dtype : {"float64", "float32"}, default="float64"
+    kernel_dtype : {"auto", "float64", "float32"}, default="auto"
         Precision of the stored kernel matrix. ``"float32"`` halves its memory,
         so a matrix twice as large fits in ``cache_size``; the solver still
         accumulates its gradient in float64, and the solution differs from the
-        float64 one only by the rounding of the kernel values.
+        float64 one only by the rounding of the kernel values. ``"auto"`` keeps
+        float64 when the full matrix fits the budget in float64, float32 when it
+        fits only in float32, and float64 columns otherwise.
     warm_start_store : WarmStartStore or None, default=None
         A :class:`~sklearn_ext.svm.WarmStartStore` shared by fits at other
         values of ``C`` (and by the ``alpha_seeding`` CV backend, fold by fold):
@@ -150,12 +160,15 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         "coef0": [Interval(Real, None, None, closed="neither")],
         "shrinking": ["boolean"],
         "tol": [Interval(Real, 0.0, None, closed="neither")],
-        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "cache_size": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "max_iter": [Interval(Integral, -1, None, closed="left")],
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "warm_start": ["boolean"],
-        "kernel_dtype": [StrOptions({"float64", "float32"})],
+        "kernel_dtype": [StrOptions({"auto", "float64", "float32"})],
         "warm_start_store": [HasMethods(["lookup", "put", "kernel_store"]), None],
     }
 
@@ -169,12 +182,12 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         coef0=0.0,
         shrinking=True,
         tol=1e-3,
-        cache_size=200,
+        cache_size="auto",
         class_weight=None,
         max_iter=-1,
         decision_function_shape="ovr",
         warm_start=False,
-        kernel_dtype="float64",
+        kernel_dtype="auto",
         warm_start_store=None,
     ):
         self.C = C
@@ -284,7 +297,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             self.degree,
             self.coef0,
             self.cache_size,
-            dtype=np.dtype(self.kernel_dtype),
+            dtype=resolve_kernel_dtype(self.kernel_dtype, self.cache_size, X.shape[0]),
         )
 
     def _resolve_gamma(self, X) -> float:
@@ -540,7 +553,7 @@ class _StoreKeys:
             model.degree,
             model.coef0,
             model.class_weight,
-            model.kernel_dtype,
+            resolve_kernel_dtype(model.kernel_dtype, model.cache_size, X.shape[0]),
         )
 
     def kernel_store(self, X, gamma) -> KernelStore:
@@ -554,8 +567,12 @@ class _StoreKeys:
                 kernel_fingerprint(
                     model.kernel, gamma, model.degree, model.coef0, None
                 ),
-                float(model.cache_size),
-                str(model.kernel_dtype),
+                str(model.cache_size),
+                str(
+                    resolve_kernel_dtype(
+                        model.kernel_dtype, model.cache_size, X.shape[0]
+                    )
+                ),
             )
         return self.store.kernel_store(key, lambda: model._kernel_store(X, gamma))
 

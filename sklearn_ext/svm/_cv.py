@@ -49,7 +49,10 @@ def as_alpha_seeded(estimator) -> AlphaSeededSVC:
     """An unfitted :class:`AlphaSeededSVC` with the parameters of ``estimator``.
 
     ``estimator`` is an ``AlphaSeededSVC`` (cloned) or a
-    :class:`sklearn.svm.SVC` without ``probability`` or ``break_ties``.
+    :class:`sklearn.svm.SVC` without ``probability`` or ``break_ties``. SVC's
+    default ``cache_size`` (200 MB, which makes a few thousand rows fall back to
+    kernel columns) becomes ``"auto"``: the fast path needs no tuning, and the
+    cache size never changes the model.
     """
     if isinstance(estimator, AlphaSeededSVC):
         return clone(estimator)
@@ -60,7 +63,10 @@ def as_alpha_seeded(estimator) -> AlphaSeededSVC:
                 "Alpha-seeded CV reproduces SVC's decision function and votes; "
                 "SVC(probability=True) or SVC(break_ties=True) is not supported."
             )
-        return AlphaSeededSVC(**{name: params[name] for name in _SHARED_PARAMS})
+        shared = {name: params[name] for name in _SHARED_PARAMS}
+        if shared["cache_size"] == SVC().cache_size:
+            shared["cache_size"] = "auto"
+        return AlphaSeededSVC(**shared)
     raise TypeError(
         "Alpha-seeded CV needs an AlphaSeededSVC or a sklearn.svm.SVC; got "
         f"{type(estimator).__name__}."

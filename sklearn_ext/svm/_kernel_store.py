@@ -2,18 +2,71 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from sklearn_ext._fast._smo import KernelColumns, gather_block
 
-__all__ = ["KernelStore", "kernel_matrix"]
+__all__ = ["KernelStore", "kernel_budget", "kernel_matrix", "resolve_kernel_dtype"]
+
+#: Share of the machine's memory that ``cache_size="auto"`` gives the kernel store.
+AUTO_MEMORY_FRACTION = 0.5
 
 _BLOCK_ROWS = 1024
 # Sparse operands up to this many cells are densified: one dense GEMM beats a
 # sparse product whose result is dense anyway.
 _DENSIFY_CELLS = 2**25
+
+
+def _memory_bytes() -> float:
+    """Memory this process may use: the machine's, or its cgroup's limit if lower."""
+    try:
+        total = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        total = 8.0 * 2**30
+    for path in (
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ):
+        try:
+            with open(path) as file:
+                limit = file.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, float(limit))
+    return total
+
+
+def kernel_budget(cache_size) -> float:
+    """The kernel store's memory budget in bytes for a ``cache_size`` setting.
+
+    ``"auto"`` is :data:`AUTO_MEMORY_FRACTION` of the memory this process may
+    use, so that the whole kernel matrix is kept whenever it fits in memory
+    (the fast path) and bounded columns are used otherwise; a number is
+    megabytes, as ``SVC``'s ``cache_size``.
+    """
+    if isinstance(cache_size, str) and cache_size == "auto":
+        return AUTO_MEMORY_FRACTION * _memory_bytes()
+    return float(cache_size) * 2**20
+
+
+def resolve_kernel_dtype(kernel_dtype, cache_size, n_samples: int) -> np.dtype:
+    """The precision of the stored matrix: ``"auto"`` picks it from the budget.
+
+    float64 when the ``n_samples x n_samples`` matrix fits the budget in
+    float64, float32 when it fits only in float32, float64 columns otherwise.
+    """
+    if not (isinstance(kernel_dtype, str) and kernel_dtype == "auto"):
+        return np.dtype(kernel_dtype)
+    budget = kernel_budget(cache_size)
+    cells = float(n_samples) * float(n_samples)
+    if 8.0 * cells > budget and 4.0 * cells <= budget:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
 
 
 def _row_norms_sq(X) -> np.ndarray:
@@ -119,8 +172,9 @@ class KernelStore:
         or a callable.
     gamma, degree, coef0 : float
         Kernel parameters.
-    cache_size : float
-        Memory budget in megabytes.
+    cache_size : float or "auto"
+        Memory budget in megabytes; ``"auto"`` is half the memory this process
+        may use (see :func:`kernel_budget`).
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Precision of the stored matrix.
 
@@ -162,7 +216,7 @@ class KernelStore:
             )
         n = X.shape[0]
         self.n_samples = n
-        budget = float(cache_size) * 2**20
+        budget = kernel_budget(cache_size)
         if kernel == "precomputed":
             self.X = None
             self._set_dense(np.ascontiguousarray(X, dtype=self.dtype), budget)

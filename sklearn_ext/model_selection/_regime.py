@@ -1,0 +1,212 @@
+"""The training regime TreeCV scores, and the estimator that reproduces it.
+
+The tree backends train each fold's model by feeding its training rows to
+``partial_fit`` once, in the fold plan's order: one ordered pass, the
+*streaming regime*. A learner whose own ``fit`` does something else (several
+epochs, shuffling, early stopping) would be scored in one regime and returned in
+another; this module says which learners are in that case and builds the
+estimator whose ``fit`` is the scored regime, so that the model a search or a
+study returns is the model its score describes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from sklearn.base import clone
+
+from sklearn_ext.model_selection._estimator import TreeCVEstimator
+
+__all__ = [
+    "STREAM_BATCH_SIZE",
+    "TreeCVRegimeWarning",
+    "fit_is_one_pass",
+    "one_pass_estimator",
+    "scored_estimator",
+    "streams_batch_invariantly",
+    "warn_about_regime",
+]
+
+#: Rows per ``partial_fit`` call of the streaming regime for learners whose
+#: updates depend on how rows are batched (shuffling inside a call, mini-batches).
+STREAM_BATCH_SIZE = 256
+
+
+class TreeCVRegimeWarning(UserWarning):
+    """TreeCV scores one ordered pass of ``partial_fit``, not the learner's ``fit``.
+
+    Raised once per message (Python's default warning filter) when the
+    learner's own ``fit`` would train differently; pass ``method="standard"`` to
+    score that ``fit`` instead.
+    """
+
+
+def _native_classes():
+    from sklearn_ext.anomaly._ssad import SemiSupervisedAnomalyDetector
+    from sklearn_ext.linear_model._base import BaseNativeSGD
+
+    return (BaseNativeSGD, SemiSupervisedAnomalyDetector)
+
+
+def _is_naive_bayes(estimator) -> bool:
+    from sklearn.naive_bayes import _BaseNB
+
+    return isinstance(estimator, _BaseNB)
+
+
+def _is_sklearn_sgd(estimator) -> bool:
+    from sklearn.linear_model._stochastic_gradient import BaseSGD
+
+    return isinstance(estimator, BaseSGD)
+
+
+def streams_batch_invariantly(estimator) -> bool:
+    """Whether ``partial_fit`` gives the same model however the rows are batched.
+
+    True for the native learners and SSAD (row-by-row updates in the given
+    order), naive Bayes (sums over rows), scikit-learn's SGD family with
+    ``shuffle=False`` and :class:`TreeCVEstimator` (which keeps its batch
+    boundaries across calls). Other learners (``shuffle=True`` inside a call,
+    mini-batches) are fed through a :class:`TreeCVEstimator` by the tree.
+    """
+    if isinstance(estimator, (TreeCVEstimator, *_native_classes())):
+        return True
+    if _is_naive_bayes(estimator):
+        return True
+    if _is_sklearn_sgd(estimator):
+        return not estimator.shuffle
+    return False
+
+
+def fit_is_one_pass(estimator) -> bool:
+    """Whether ``estimator.fit`` is one ordered pass of ``partial_fit`` over the rows.
+
+    Then the fold models TreeCV scores are ``fit`` on the fold's training rows
+    and the estimator itself reproduces the scored regime.
+    """
+    if isinstance(estimator, TreeCVEstimator) or _is_naive_bayes(estimator):
+        return True
+    if isinstance(estimator, _native_classes()):
+        return estimator.max_iter == 1 and not estimator.shuffle
+    if _is_sklearn_sgd(estimator):
+        params = estimator.get_params()
+        return (
+            params.get("max_iter") == 1
+            and not params.get("shuffle", False)
+            and not params.get("early_stopping", False)
+            and not params.get("warm_start", False)
+        )
+    return False
+
+
+def one_pass_estimator(estimator, *, classes=None):
+    """An unfitted estimator whose ``fit`` is the regime TreeCV scores.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        A learner with ``partial_fit``.
+    classes : array-like of shape (n_classes,), default=None
+        All class labels of a classifier, so that a fit on rows lacking a class
+        still knows it.
+
+    Returns
+    -------
+    estimator : estimator object
+        A clone of ``estimator`` when its ``fit`` already is one ordered pass
+        (:func:`fit_is_one_pass`), otherwise a :class:`TreeCVEstimator` around
+        it feeding batches of ``STREAM_BATCH_SIZE`` rows, without a cache.
+        ``clone(result).fit(X, y)`` trains the same model again.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.model_selection import one_pass_estimator
+    >>> one_pass_estimator(SGDClassifier(random_state=0))
+    TreeCVEstimator(batch_size=256, cache=None,
+                    estimator=SGDClassifier(random_state=0))
+    """
+    if fit_is_one_pass(estimator):
+        return clone(estimator)
+    return TreeCVEstimator(
+        clone(estimator),
+        batch_size=STREAM_BATCH_SIZE,
+        classes=classes,
+        cache=None,
+    )
+
+
+def _fit_differences(estimator) -> str:
+    params = estimator.get_params(deep=False)
+    parts = []
+    if isinstance(params.get("max_iter"), int) and params["max_iter"] > 1:
+        parts.append(f"up to max_iter={params['max_iter']} passes")
+    if params.get("shuffle") is True:
+        parts.append("shuffle=True")
+    if params.get("early_stopping") is True:
+        parts.append("early_stopping=True")
+    if not parts:
+        return "is not known to be one such pass"
+    return "makes " + ", ".join(parts)
+
+
+def warn_about_regime(estimator, *, refit: bool, stacklevel: int = 3) -> None:
+    """Say once, in plain words, that TreeCV scores a pass that ``fit`` does not.
+
+    Nothing is said for a learner whose ``fit`` is one ordered pass.
+    """
+    if fit_is_one_pass(estimator):
+        return
+    name = type(estimator).__name__
+    returned = (
+        "The refit model is trained the same way on all rows (a TreeCVEstimator "
+        f"around {name}), so the score describes it."
+        if refit
+        else f"A model trained by {name}.fit would differ from the ones scored."
+    )
+    warnings.warn(
+        f"TreeCV scores {name} after one ordered pass of partial_fit over each "
+        f"fold's training rows, while {name}.fit {_fit_differences(estimator)}. "
+        f"{returned} Pass method='standard' to score {name}.fit instead.",
+        TreeCVRegimeWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def scored_estimator(estimator, backend, *, classes=None):
+    """What ``backend`` runs for ``estimator``, and the regime it then scores.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The user's learner.
+    backend : Backend
+        The backend chosen for it.
+    classes : array-like of shape (n_classes,), default=None
+        All class labels, for the wrapper of a classifier.
+
+    Returns
+    -------
+    estimator : estimator object
+        ``estimator`` itself, or a :class:`TreeCVEstimator` around it when a
+        tree would otherwise feed a learner whose updates depend on batching.
+    regime : {"one_pass", "fit"}
+        ``"one_pass"`` when the folds are one ordered pass of ``partial_fit``
+        (the tree backends), ``"fit"`` when they are the learner's own ``fit``
+        (the standard, alpha-seeding and exact statistics backends).
+    """
+    from sklearn_ext.model_selection._backends import StandardBackend
+
+    if isinstance(backend, StandardBackend) or backend.name in (
+        "alpha_seeding",
+        "exact",  # Each fold is the learner's own fit, made from statistics.
+    ):
+        return estimator, "fit"
+    if not callable(getattr(estimator, "partial_fit", None)):
+        return estimator, "fit"
+    if streams_batch_invariantly(estimator):
+        return estimator, "one_pass"
+    wrapper = TreeCVEstimator(
+        estimator, batch_size=STREAM_BATCH_SIZE, classes=classes, cache=None
+    )
+    return wrapper, "one_pass"

@@ -1,0 +1,562 @@
+"""The exact statistics backend: equal to cross_validate, real fold models, cache."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import optuna
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_classification, make_regression
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.linear_model import LinearRegression, Ridge, RidgeClassifier
+from sklearn.model_selection import (
+    GridSearchCV,
+    KFold,
+    LeaveOneOut,
+    StratifiedKFold,
+    cross_validate,
+)
+from sklearn.naive_bayes import (
+    BernoulliNB,
+    CategoricalNB,
+    ComplementNB,
+    GaussianNB,
+    MultinomialNB,
+)
+
+from optuna_treecv import TreeCVObjective
+from sklearn_ext import TreeCVSearchCV, tree_cross_validate
+from sklearn_ext.model_selection import (
+    ExactStatisticsBackend,
+    StatisticsCache,
+    TreeCVFallbackWarning,
+    choose_backend,
+    exact_learners,
+)
+
+CVS = {
+    "k2": lambda: KFold(2, shuffle=True, random_state=0),
+    "k10": lambda: KFold(10, shuffle=True, random_state=0),
+    "loo": LeaveOneOut,
+}
+
+
+@pytest.fixture(scope="module")
+def counts():
+    X, y = load_digits(n_class=4, return_X_y=True)
+    return X[:60], y[:60]
+
+
+@pytest.fixture(scope="module")
+def gaussian():
+    X, y = make_classification(
+        n_samples=60, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
+    return X + 3.0, y
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X, y = make_regression(
+        n_samples=60, n_features=5, n_targets=2, noise=5.0, random_state=0
+    )
+    return X + 2.0, y
+
+
+def _weights(n):
+    return np.random.default_rng(0).uniform(0.5, 2.0, n)
+
+
+def _fitted_attributes(model) -> dict:
+    return {
+        name: value
+        for name, value in vars(model).items()
+        if name.endswith("_") and not name.startswith("_")
+    }
+
+
+def _assert_same_model(ours, ref, atol):
+    """The fold model has the attributes, shapes and values of ``fit``'s."""
+    assert type(ours) is type(ref)
+    a, b = _fitted_attributes(ours), _fitted_attributes(ref)
+    assert set(a) == set(b)
+    for name, expected in b.items():
+        value = a[name]
+        if isinstance(expected, list):
+            assert len(value) == len(expected)
+            for p, q in zip(value, expected, strict=True):
+                assert_allclose(p, q, rtol=0, atol=atol)
+        elif expected is None or isinstance(expected, str):
+            assert value == expected, name
+        else:
+            assert np.shape(value) == np.shape(expected), name
+            assert_allclose(value, expected, rtol=0, atol=atol, err_msg=name)
+
+
+def _compare(estimator, X, y, cv, *, weights=None, X_ref=None, exact=True, atol=1e-10):
+    if cv is LeaveOneOut:  # Few rows: scikit-learn's reference fits one per row.
+        X, y = X[:24], y[:24]
+        X_ref = None if X_ref is None else X_ref[:24]
+        weights = None if weights is None else weights[:24]
+    params = None if weights is None else {"sample_weight": weights}
+    ours = tree_cross_validate(
+        estimator, X, y, cv=cv(), return_estimator=True, fit_params=params
+    )
+    ref = cross_validate(
+        estimator,
+        X if X_ref is None else X_ref,
+        y,
+        cv=cv(),
+        return_estimator=True,
+        params=params,
+    )
+    assert ours["backend"] == "exact"
+    if exact:
+        assert_array_equal(ours["test_score"], ref["test_score"])
+    else:
+        assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=atol)
+    for mine, theirs in zip(ours["estimator"][:3], ref["estimator"][:3], strict=True):
+        if sparse.issparse(X) and X_ref is not None:
+            # Fit on sparse X sets no rank_ and singular_ (LinearRegression).
+            for name in ("rank_", "singular_"):
+                if hasattr(theirs, name):
+                    delattr(theirs, name)
+        _assert_same_model(mine, theirs, atol=1e-9)
+    return ours
+
+
+# -- equality with cross_validate ---------------------------------------------------
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize(
+    "estimator",
+    [MultinomialNB(alpha=0.5), ComplementNB(), BernoulliNB(binarize=6.0)],
+    ids=["multinomial", "complement", "bernoulli"],
+)
+def test_discrete_naive_bayes_equals_cross_validate(
+    counts, estimator, dense, weighted, cv
+):
+    """Integer counts add up exactly: the scores are bit-equal."""
+    X, y = counts
+    weights = _weights(len(y)) if weighted else None
+    _compare(
+        estimator, X if dense else sparse.csr_matrix(X), y, CVS[cv], weights=weights
+    )
+
+
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gaussian_nb_equals_cross_validate(gaussian, weighted, cv):
+    X, y = gaussian
+    weights = _weights(len(y)) if weighted else None
+    _compare(GaussianNB(var_smoothing=1e-3), X, y, CVS[cv], weights=weights)
+
+
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_categorical_nb_equals_cross_validate(counts, weighted, cv):
+    X, y = counts
+    X = np.minimum(X, 7).astype(int) // 2
+    weights = _weights(len(y)) if weighted else None
+    _compare(CategoricalNB(min_categories=4), X, y, CVS[cv], weights=weights)
+
+
+def test_categorical_nb_fold_categories_follow_the_training_rows():
+    """``n_categories_`` is the largest category of the fold's own rows, plus one."""
+    X = np.array([[0], [1], [2], [3], [1], [0], [2], [1]])
+    y = np.array([0, 1, 0, 1, 0, 1, 0, 1])
+    # Unseen categories make predict fail (in scikit-learn too): no scoring here.
+    ours = tree_cross_validate(
+        CategoricalNB(),
+        X,
+        y,
+        cv=KFold(4),
+        scoring=lambda model, X, y: 0.0,
+        return_estimator=True,
+    )
+    for model, (train, _) in zip(ours["estimator"], KFold(4).split(X), strict=True):
+        _assert_same_model(model, CategoricalNB().fit(X[train], y[train]), atol=0)
+    assert [m.n_categories_[0] for m in ours["estimator"]] == [4, 3, 4, 4]
+
+
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize(
+    "estimator",
+    [Ridge(alpha=3.0), LinearRegression(), Ridge(alpha=0.5, fit_intercept=False)],
+    ids=["ridge", "linear", "ridge-no-intercept"],
+)
+def test_least_squares_equals_cross_validate(
+    regression, estimator, dense, weighted, cv
+):
+    """Within 1e-10; on sparse X against fit on the dense X (the exact solution:
+    scikit-learn's own sparse fit stops an iterative solver at ``tol``)."""
+    X, Y = regression
+    weights = _weights(len(Y)) if weighted else None
+    for y in (Y[:, 0], Y):  # one target, two targets
+        _compare(
+            estimator,
+            X if dense else sparse.csr_matrix(X),
+            y,
+            CVS[cv],
+            weights=weights,
+            X_ref=X,
+            exact=False,
+        )
+
+
+def test_sparse_ridge_without_intercept_equals_its_sparse_fit(regression):
+    X, Y = regression
+    estimator = Ridge(alpha=2.0, fit_intercept=False, solver="cholesky")
+    _compare(estimator, sparse.csr_matrix(X), Y[:, 0], CVS["k10"], exact=False)
+
+
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_ridge_classifier_equals_cross_validate(n_classes, dense, weighted, cv):
+    X, y = make_classification(
+        n_samples=60,
+        n_features=6,
+        n_informative=4,
+        n_classes=n_classes,
+        random_state=1,
+    )
+    weights = _weights(len(y)) if weighted else None
+    estimator = RidgeClassifier(alpha=2.0, class_weight={0: 2.0})
+    _compare(
+        estimator,
+        X if dense else sparse.csr_matrix(X),
+        y,
+        CVS[cv],
+        weights=weights,
+        X_ref=X,
+        exact=False,
+    )
+
+
+def test_ridge_alpha_per_target(regression):
+    X, Y = regression
+    _compare(Ridge(alpha=[0.1, 10.0]), X, Y, CVS["k10"], exact=False)
+
+
+def test_ridge_classifier_fold_missing_a_class_is_fit():
+    """A fold whose training rows lose a class gets the model fit would give."""
+    X = np.arange(24, dtype=float).reshape(12, 2) % 7
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
+    cv = lambda: KFold(3)  # noqa: E731  Fold 2 holds out all of class 2.
+    _compare(RidgeClassifier(), X, y, cv, exact=False)
+
+
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(solver="lsqr"),
+        dict(solver="lsqr", shrinkage=0.3),
+        dict(solver="eigen"),
+        dict(solver="eigen", shrinkage=0.2, priors=None),
+    ],
+    ids=["lsqr", "lsqr-shrunk", "eigen", "eigen-shrunk"],
+)
+def test_linear_discriminant_equals_cross_validate(params, n_classes, cv):
+    """Scores within 1e-10. The eigen solver's ``scalings_`` beyond the first
+    ``n_classes - 1`` columns span the null space of the between-class scatter,
+    where any basis is a solution: only those columns may differ from fit's."""
+    X, y = make_classification(
+        n_samples=60,
+        n_features=5,
+        n_informative=4,
+        n_redundant=0,
+        n_classes=n_classes,
+        random_state=2,
+    )
+    X = X + 4.0
+    estimator = LinearDiscriminantAnalysis(**params)
+    folds = CVS[cv]
+    if folds is LeaveOneOut:
+        X, y = X[:24], y[:24]
+    ours = tree_cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    ref = cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    assert ours["backend"] == "exact"
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
+    for mine, theirs in zip(ours["estimator"][:3], ref["estimator"][:3], strict=True):
+        if hasattr(theirs, "scalings_"):
+            used = theirs._max_components
+            assert_allclose(
+                mine.scalings_[:, :used], theirs.scalings_[:, :used], atol=1e-9
+            )
+            assert_allclose(mine.transform(X), theirs.transform(X), atol=1e-9)
+            mine, theirs = copy.copy(mine), copy.copy(theirs)
+            del mine.scalings_, theirs.scalings_
+        _assert_same_model(mine, theirs, atol=1e-9)
+
+
+# -- the fold models ----------------------------------------------------------------
+def test_fold_models_are_fits_on_the_training_rows(gaussian):
+    X, y = gaussian
+    result = tree_cross_validate(
+        GaussianNB(), X, y, cv=StratifiedKFold(5), return_estimator=True
+    )
+    for model, (train, _) in zip(
+        result["estimator"], StratifiedKFold(5).split(X, y), strict=True
+    ):
+        _assert_same_model(model, GaussianNB().fit(X[train], y[train]), atol=1e-12)
+        assert_array_equal(
+            model.predict_proba(X[:5]).argmax(axis=1),
+            GaussianNB().fit(X[train], y[train]).predict_proba(X[:5]).argmax(axis=1),
+        )
+
+
+def test_what_is_scored_is_what_is_returned(regression):
+    """The refit of a search is ``fit`` on all rows: the same statistics model."""
+    X, Y = regression
+    y = Y[:, 0]
+    grid = {"alpha": [0.01, 1.0, 100.0]}
+    search = TreeCVSearchCV(Ridge(), grid, cv=5).fit(X, y)
+    reference = GridSearchCV(Ridge(), grid, cv=KFold(5)).fit(X, y)
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        reference.cv_results_["mean_test_score"],
+        rtol=0,
+        atol=1e-10,
+    )
+    assert search.best_params_ == reference.best_params_
+    refit = clone(Ridge()).set_params(**search.best_params_).fit(X, y)
+    assert_array_equal(search.best_estimator_.coef_, refit.coef_)
+    # The backend's own model on all rows (a two-chunk plan's totals) agrees.
+    exact = tree_cross_validate(
+        Ridge(**search.best_params_), X, y, cv=KFold(2), return_estimator=True
+    )
+    first = exact["estimator"][0]
+    train = np.arange(len(y) // 2, len(y))
+    assert_allclose(
+        first.coef_,
+        Ridge(**search.best_params_).fit(X[train], y[train]).coef_,
+        atol=1e-10,
+    )
+
+
+# -- choice and errors --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        MultinomialNB(),
+        ComplementNB(),
+        BernoulliNB(),
+        CategoricalNB(),
+        GaussianNB(),
+        Ridge(),
+        RidgeClassifier(),
+        LinearRegression(),
+        LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.1),
+    ],
+)
+def test_auto_picks_exact(estimator):
+    assert choose_backend(estimator).name == "exact"
+    assert choose_backend(estimator, "exact").name == "exact"
+    name = type(estimator).__name__
+    assert any(learner.endswith(name) for learner in exact_learners())
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        Ridge(solver="sag"),
+        Ridge(positive=True),
+        LinearRegression(positive=True),
+        RidgeClassifier(class_weight="balanced"),
+        LinearDiscriminantAnalysis(),  # The svd solver.
+        LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
+    ],
+)
+def test_parameters_the_statistics_cannot_express_fall_back(estimator):
+    with pytest.warns(TreeCVFallbackWarning):
+        assert choose_backend(estimator).name == "standard"
+    with pytest.raises(TypeError, match="method='exact' cannot run"):
+        choose_backend(estimator, "exact")
+
+
+def test_subclasses_are_not_taken():
+    """A subclass may change fit: only the exact scikit-learn classes run here."""
+
+    class MyNB(MultinomialNB):
+        pass
+
+    assert not ExactStatisticsBackend.accepts(MyNB())
+
+
+def test_errors_name_what_is_wrong(counts, gaussian):
+    X, y = counts
+    with pytest.raises(ValueError, match="only the fit parameter 'sample_weight'"):
+        tree_cross_validate(MultinomialNB(), X, y, fit_params={"other": 1})
+    with pytest.raises(TypeError, match="GaussianNB does not accept sparse X"):
+        tree_cross_validate(GaussianNB(), sparse.csr_matrix(X), y)
+    with pytest.raises(ValueError, match="Negative values"):
+        tree_cross_validate(MultinomialNB(), -X, y)
+    with pytest.raises(ValueError, match="alpha"):
+        tree_cross_validate(MultinomialNB(alpha=-1.0), X, y)
+    with pytest.raises(TypeError, match="StatisticsCache"):
+        ExactStatisticsBackend(cache={})
+    with pytest.raises(ValueError, match="'max_bytes' parameter of StatisticsCache"):
+        StatisticsCache(max_bytes=-1)
+
+
+def test_model_selection_imports_no_learner_module():
+    code = (
+        "import sys, sklearn_ext.model_selection; "
+        "names = ('sklearn.naive_bayes', 'sklearn.discriminant_analysis', "
+        "'sklearn_ext.linear_model', 'sklearn_ext.svm'); "
+        "assert not [n for n in names if n in sys.modules]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the statistics cache -----------------------------------------------------------
+def test_a_grid_computes_the_statistics_once(regression):
+    X, Y = regression
+    cache = StatisticsCache()
+    backend = ExactStatisticsBackend(cache=cache)
+    results = [
+        tree_cross_validate(Ridge(alpha=alpha), X, Y, cv=5, method=backend)
+        for alpha in (0.1, 1.0, 10.0)
+    ]
+    assert (cache.misses, cache.hits, len(cache)) == (1, 2, 1)
+    assert results[0]["n_samples_fed"] == len(Y)
+    assert [r["n_samples_fed"] for r in results[1:]] == [0, 0]
+    assert list(results[0]["statistics_hit"]) == [False] * 5
+    assert list(results[1]["statistics_hit"]) == [True] * 5
+    # Scores of a hit equal those of a cold run.
+    cold = tree_cross_validate(
+        Ridge(alpha=10.0),
+        X,
+        Y,
+        cv=5,
+        method=ExactStatisticsBackend(cache=StatisticsCache(0)),
+    )
+    assert_array_equal(cold["test_score"], results[2]["test_score"])
+
+
+def test_the_key_holds_the_data_the_plan_and_the_statistics_parameters(counts):
+    X, y = counts
+    cache = StatisticsCache()
+    backend = ExactStatisticsBackend(cache=cache)
+    tree_cross_validate(BernoulliNB(binarize=1.0), X, y, cv=4, method=backend)
+    tree_cross_validate(
+        BernoulliNB(binarize=1.0, alpha=3.0), X, y, cv=4, method=backend
+    )
+    assert cache.hits == 1
+    tree_cross_validate(BernoulliNB(binarize=2.0), X, y, cv=4, method=backend)
+    tree_cross_validate(BernoulliNB(binarize=1.0), X, y, cv=5, method=backend)
+    changed = X.copy()
+    changed[0, 0] += 1
+    ours = tree_cross_validate(
+        BernoulliNB(binarize=0.5), changed, y, cv=4, method=backend
+    )
+    tree_cross_validate(
+        BernoulliNB(binarize=0.5), X, y, cv=4, method=backend
+    )  # Same parameters, the original data: not the entry of `changed`.
+    assert cache.hits == 1 and cache.misses == 5
+    ref = cross_validate(BernoulliNB(binarize=0.5), changed, y, cv=StratifiedKFold(4))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+def test_in_place_change_of_writeable_data_is_a_miss(regression):
+    X, Y = regression
+    X = X.copy()
+    cache = StatisticsCache()
+    backend = ExactStatisticsBackend(cache=cache)
+    tree_cross_validate(Ridge(), X, Y, cv=3, method=backend)
+    X[0] += 1.0
+    changed = tree_cross_validate(Ridge(), X, Y, cv=3, method=backend)
+    assert cache.misses == 2
+    ref = cross_validate(Ridge(), X, Y, cv=KFold(3))
+    assert_allclose(changed["test_score"], ref["test_score"], rtol=0, atol=1e-10)
+
+
+def test_cache_is_bounded(regression):
+    X, Y = regression
+    probe = StatisticsCache()
+    tree_cross_validate(Ridge(), X, Y, cv=6, method=ExactStatisticsBackend(probe))
+    bound = int(2.5 * probe.nbytes)
+    cache = StatisticsCache(max_bytes=bound)
+    backend = ExactStatisticsBackend(cache=cache)
+    for k in (6, 5, 4, 3):
+        tree_cross_validate(Ridge(), X, Y, cv=k, method=backend)
+    assert 0 < len(cache) < 4
+    assert cache.nbytes <= bound
+    # The least recently used entry went first: k=6 is a miss again.
+    tree_cross_validate(Ridge(), X, Y, cv=6, method=backend)
+    assert cache.misses == 5
+    cache.clear()
+    assert len(cache) == cache.nbytes == 0
+
+
+def test_optuna_trials_share_the_statistics(regression):
+    X, Y = regression
+    y = Y[:, 0]
+    cache = StatisticsCache()
+    objective = TreeCVObjective(
+        Ridge(),
+        {"alpha": optuna.distributions.FloatDistribution(1e-3, 1e3, log=True)},
+        X,
+        y,
+        cv=5,
+        warm_start_store=cache,
+    )
+    study = optuna.create_study(
+        direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
+        study.optimize(objective, n_trials=4)
+    assert (cache.misses, cache.hits) == (1, 3)
+    trial = study.trials[2]
+    assert trial.user_attrs["cv"]["backend"] == "exact"
+    ref = cross_validate(Ridge(alpha=trial.params["alpha"]), X, y, cv=KFold(5))
+    assert_allclose(trial.value, np.mean(ref["test_score"]), rtol=0, atol=1e-10)
+
+
+# -- property tests -----------------------------------------------------------------
+@settings(max_examples=15, deadline=None)
+@given(
+    n_samples=st.integers(8, 30),
+    n_splits=st.integers(2, 8),
+    seed=st.integers(0, 2**31 - 1),
+    weighted=st.booleans(),
+)
+def test_property_multinomial_nb_is_bit_equal(n_samples, n_splits, seed, weighted):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(2.0, size=(n_samples, 4))
+    y = rng.integers(0, 3, size=n_samples)
+    weights = rng.integers(1, 4, size=n_samples).astype(float) if weighted else None
+    cv = lambda: KFold(min(n_splits, n_samples), shuffle=True, random_state=seed % 97)  # noqa: E731
+    _compare(MultinomialNB(), X, y, cv, weights=weights)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    n_samples=st.integers(12, 30),
+    n_splits=st.integers(2, 6),
+    seed=st.integers(0, 2**31 - 1),
+    alpha=st.floats(1e-3, 1e3),
+)
+def test_property_ridge_within_1e10(n_samples, n_splits, seed, alpha):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_samples, 3)) + rng.normal(size=3)
+    y = X @ rng.normal(size=3) + rng.normal(size=n_samples)
+    cv = lambda: KFold(n_splits, shuffle=True, random_state=seed % 97)  # noqa: E731
+    _compare(Ridge(alpha=alpha), X, y, cv, exact=False)

@@ -1,0 +1,31 @@
+"""The README's Python examples run as written, in order, in one namespace."""
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_readme_has_python_examples():
+    assert len(_blocks()) >= 4
+
+
+@pytest.mark.slow
+def test_readme_examples_run(tmp_path, monkeypatch):
+    optuna = pytest.importorskip("optuna")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "readme"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the regime warnings the README explains
+        for block in _blocks():
+            exec(compile(block, str(README), "exec"), namespace)
+    assert namespace["result"]["backend"] == "python_tree"
+    assert namespace["model"].optuna_trial_.number == namespace["best"].number
