@@ -82,25 +82,6 @@ def _data_scale(X) -> float:
     return scale
 
 
-def _row_norms_overflow(X) -> bool:
-    """Whether a squared row norm of ``X`` (as the kernel sums it) overflows.
-
-    float32 rows cannot (the kernel sums their squares in float64). For
-    float64, rows are summed one by one only when ``max |X|`` says one might.
-    """
-    if X.dtype != np.float64 or X.shape[0] == 0:
-        return False
-    limit = np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1))
-    if _data_scale(X) <= limit:
-        return False
-    with np.errstate(over="ignore", invalid="ignore"):
-        if sp.issparse(X):
-            squares = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-        else:
-            squares = np.einsum("ij,ij->i", X, X)
-        return not np.all(np.isfinite(squares + 1.0))
-
-
 class BaseNativeSGD(BaseEstimator):
     """Base of the learners whose state the native tree can copy, push and pop.
 
@@ -133,7 +114,7 @@ class BaseNativeSGD(BaseEstimator):
 
     # -- training -----------------------------------------------------------------
     def _validate_X_y(self, X, y, reset: bool):
-        X, y = validate_data(
+        return validate_data(
             self,
             X,
             y,
@@ -143,20 +124,18 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             y_numeric=not isinstance(self, ClassifierMixin),
         )
-        self._check_data_scale(X)
-        return X, y
 
     def _check_data_scale(self, X) -> None:
-        """Raise if the kernel's squared row norms of ``X`` would overflow."""
-        if not _row_norms_overflow(X):
-            return
-        # The kernel's squared row norms would overflow: no step applies.
-        raise ValueError(
-            f"X holds values up to {_data_scale(X):.3g} in absolute value, too "
-            f"large for {type(self).__name__}: the squared row norms overflow "
-            f"float64, so no step ({self._step_size()}) can be taken. Scale "
-            "the input data, e.g. with StandardScaler or MinMaxScaler."
-        )
+        """Raise if the kernel's squared row norms of ``X`` overflow float64."""
+        scale = _data_scale(X)
+        if scale > np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1)):
+            # The kernel's squared row norms would overflow: no step applies.
+            raise ValueError(
+                f"X holds values up to {scale:.3g} in absolute value, too large "
+                f"for {type(self).__name__}: the squared row norms overflow "
+                f"float64, so no step ({self._step_size()}) can be taken. Scale "
+                "the input data, e.g. with StandardScaler or MinMaxScaler."
+            )
 
     def _init_state(self, n_features: int) -> None:
         self._state = _sgd.new_state(self._n_models(), n_features, self._average)
@@ -193,10 +172,14 @@ class BaseNativeSGD(BaseEstimator):
         """Raise instead of keeping weights that overflowed (the kernel cannot).
 
         scikit-learn's SGD raises on overflow too; a model with infinite or NaN
-        weights would predict one class whatever the input.
+        weights would predict one class whatever the input. The data scale of
+        ``X`` is looked at only then, so that valid runs do not pay a pass over
+        ``X`` (data too large for the squared row norms gets its own message).
         """
         if np.all(np.isfinite(self._state)):
             return
+        if X is not None:
+            self._check_data_scale(X)
         scale = "unknown" if X is None else f"{_data_scale(X):.3g}"
         raise ValueError(
             f"The weights of {type(self).__name__} overflowed to infinity or NaN "
@@ -335,7 +318,6 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             input_name="X",
         )
-        self._check_data_scale(X)
         y = self._native_targets(task.y, task.classes)
         unknown = sorted(set(task.fit_params) - {"sample_weight"})
         if unknown:
