@@ -262,6 +262,7 @@ def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
 # -- commands -------------------------------------------------------------------------
 def _tune(args) -> int:
     import optuna
+    from optuna.trial import TrialState
 
     from optuna_treecv._objective import StudyIdentityError, TreeCVObjective
     from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
@@ -347,17 +348,25 @@ def _tune(args) -> int:
     )
     errors: list[str] = []
 
+    started: list[int] = []
+    said: dict = {}  # Warnings already shown, as Python's "default" action.
+
     def run_trial(trial: optuna.Trial) -> float:
+        started.append(trial.number)
+        caught: list = []
         try:
-            return objective(trial)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                return objective(trial)
         except (ValueError, TypeError, AttributeError) as exc:
             # A parameter combination failed, e.g. a scoring that needs
             # predict_proba with a loss that has none.
             errors.append(" ".join(str(exc).split()))
             raise
+        finally:
+            _say_once(caught, said)
 
     tic = time.perf_counter()
-    interrupted = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.simplefilter("ignore", TreeCVFallbackWarning)  # Said above.
@@ -365,20 +374,81 @@ def _tune(args) -> int:
         # with a traceback each.
         optuna.logging.set_verbosity(optuna.logging.CRITICAL)
         try:
-            study.optimize(
+            interrupted = _optimize_until_ctrl_c(
+                study,
                 run_trial,
                 n_trials=args.n_trials,
                 timeout=args.timeout,
                 catch=(ValueError, TypeError, AttributeError),
                 show_progress_bar=args.progress_bar,
             )
-        except KeyboardInterrupt:
-            interrupted = True
         finally:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if interrupted:
+        # A Ctrl-C during a storage write can leave this process's trial
+        # RUNNING: it will never finish, so it is failed.
+        for number in started:
+            try:
+                study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+            except (ValueError, RuntimeError):
+                pass
     elapsed = time.perf_counter() - tic
     code = _summarize(args, objective, study, n_before, elapsed, errors, interrupted)
     return EXIT_INTERRUPTED if interrupted else code
+
+
+def _say_once(caught, said: dict) -> None:
+    """Show each distinct warning of the trials once, through the filters.
+
+    Python's own "default"/"once" bookkeeping resets whenever a library
+    touches the warning filters, so a note such as TreeCVRegimeWarning would
+    be repeated for every trial.
+    """
+    for w in caught:
+        key = (str(w.message), w.category)
+        if key in said:
+            continue
+        said[key] = True
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _optimize_until_ctrl_c(study, func, **kwargs) -> bool:
+    """``study.optimize``; return whether Ctrl-C stopped it.
+
+    Optuna can turn a Ctrl-C that lands in a storage write into another
+    exception; after a SIGINT any exception out of ``optimize`` counts as the
+    interruption.
+    """
+    import signal
+    import threading
+
+    received: list[int] = []
+
+    def on_sigint(signum, frame):
+        received.append(signum)
+        # Should the KeyboardInterrupt be swallowed (Python ignores exceptions
+        # in garbage-collection callbacks), the study still stops after the
+        # running trial.
+        try:
+            study.stop()
+        except RuntimeError:  # Not inside optimize's loop any more.
+            pass
+        raise KeyboardInterrupt
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
+    try:
+        study.optimize(func, **kwargs)
+    except KeyboardInterrupt:
+        return True
+    except Exception:
+        if not received:
+            raise
+        return True
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    return bool(received)
 
 
 def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -> int:

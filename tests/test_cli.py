@@ -239,17 +239,35 @@ def tune(tmp_path, *extra, storage=None, name="s"):
 
 def test_learner_without_partial_fit_runs_standard_cv_and_says_so(tmp_path, capsys):
     argv = tune(
+        tmp_path, "sklearn.linear_model:LogisticRegression", "iris", "--cv", "3",
+        "--n-trials", "3", "--space", "C=float:1e-2:10:log",
+    )  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    header = out.splitlines()[0]
+    assert "standard 3-fold CV (TreeCV cannot run LogisticRegression)" in header
+    assert "TreeCVFallbackWarning" not in err
+    assert "3 complete" in out and "backend standard" in out
+    assert "there is no TreeCV to compare" in out
+    assert "saved" not in out
+
+
+def test_ridge_runs_with_the_backend_the_resolver_picks(tmp_path, capsys):
+    # The case (it died with KeyError: 'tree'): Ridge has no
+    # partial_fit; the resolver gives it a backend, the summary compares that.
+    argv = tune(
         tmp_path, "sklearn.linear_model:Ridge", "diabetes", "--cv", "3",
         "--n-trials", "3", "--space", "alpha=float:1e-3:10:log",
     )  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err
-    header = out.splitlines()[0]
-    assert "standard 3-fold CV (TreeCV cannot run Ridge)" in header
-    assert "TreeCV," not in header and "TreeCVFallbackWarning" not in err
-    assert "3 complete" in out and "backend standard" in out
-    assert "there is no TreeCV to compare" in out
-    assert "saved" not in out
+    from sklearn.linear_model import Ridge
+
+    name = choose_backend(Ridge()).name
+    assert f"backend {name}" in out and "Traceback" not in err
+    if name != "standard":
+        assert f"3-fold CV with the {name} backend" in out.splitlines()[0]
+        assert f"one with {name}" in out
 
 
 def test_backend_standard_header(tmp_path, capsys):
@@ -276,17 +294,24 @@ def test_summary_never_claims_negative_or_absurd_savings(tmp_path, capsys):
 
 
 def test_scoring_needing_predict_proba(tmp_path, capsys):
-    # The default space has losses with and without predict_proba: the ones
-    # without fail as trials, the others complete.
+    # The learner as given cannot give probabilities: one error line.
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
+                "--scoring", "neg_log_loss")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 2 and err.count("\n") == 1 and "predict_proba" in err
+    # It can, but the space has losses that cannot: those trials fail, the
+    # others complete, the summary says why.
     argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "8",
-                "--scoring", "neg_log_loss", "--no-baseline")  # fmt: skip
+                "--scoring", "neg_log_loss", "--set", "loss=log_loss",
+                "--space", "loss=cat:hinge,log_loss", "--no-baseline",
+                name="mixed")  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err
-    assert "Best trial #" in out and "predict_proba" in out
+    assert "Best trial #" in out and "failed" in out and "predict_proba" in out
     # Only losses without it: one error line, exit 2, with a hint.
     argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
-                "--scoring", "neg_log_loss", "--space", "loss=cat:hinge",
-                name="hinge")  # fmt: skip
+                "--scoring", "neg_log_loss", "--set", "loss=log_loss",
+                "--space", "loss=cat:hinge", name="hinge")  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 2 and err.count("\n") == 1
     assert "every trial failed" in err and "predict_proba" in err
@@ -460,3 +485,8 @@ def test_real_sigint_exits_130_with_a_summary(tmp_path):
     assert proc.returncode == 130, err
     assert "Interrupted (Ctrl-C)" in out and "Best trial #" in out
     assert "Traceback" not in err
+    # The regime note is said once, not once per trial.
+    assert err.count("TreeCVRegimeWarning") <= 1
+    # No trial of this process is left RUNNING.
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{db}")
+    assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))

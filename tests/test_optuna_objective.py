@@ -471,6 +471,9 @@ def test_identity_values_are_stable_across_processes(data):
 def test_a_fold_that_cannot_be_scored_fails_the_trial_with_its_reason(data):
     # Hinge loss has no predict_proba: the trial fails with that reason, not nan.
     X, y = data
-    objective = TreeCVObjective(sgd(), SPACE, X, y, cv=3, scoring="neg_log_loss")
-    with pytest.raises(AttributeError, match="predict_proba"):
-        objective(FixedTrial({"alpha": 1e-3}))
+    space = {"loss": CategoricalDistribution(["hinge", "log_loss"])}
+    estimator = sgd().set_params(loss="log_loss")
+    objective = TreeCVObjective(estimator, space, X, y, cv=3, scoring="neg_log_loss")
+    assert np.isfinite(objective(FixedTrial({"loss": "log_loss"})))
+    with pytest.raises((AttributeError, ValueError), match="predict_proba"):
+        objective(FixedTrial({"loss": "hinge"}))
