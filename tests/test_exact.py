@@ -32,6 +32,7 @@ from sklearn.naive_bayes import (
     GaussianNB,
     MultinomialNB,
 )
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from optuna_treecv import TreeCVObjective
 from sklearn_ext import TreeCVSearchCV, tree_cross_validate
@@ -305,6 +306,80 @@ def test_linear_discriminant_equals_cross_validate(params, n_classes, cv):
         _assert_same_model(mine, theirs, atol=1e-9)
 
 
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        KNeighborsClassifier(5),
+        KNeighborsClassifier(4, weights="distance", p=1),
+        KNeighborsRegressor(6),
+        KNeighborsRegressor(3, weights="distance", algorithm="kd_tree"),
+    ],
+    ids=["classifier", "classifier-distance", "regressor", "regressor-distance"],
+)
+def test_nearest_neighbors_equal_cross_validate(estimator, dense, cv):
+    """Continuous random data (no two distances equal): bit-equal scores."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 4))
+    if isinstance(estimator, KNeighborsClassifier):
+        y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int) + (X[:, 1] > 1)
+    else:
+        y = X @ [1.0, -2.0, 0.5, 0.0] + rng.normal(size=60)
+    if not dense:
+        if getattr(estimator, "algorithm", "auto") == "kd_tree":
+            pytest.skip("KDTree takes no sparse input (in scikit-learn too)")
+        X = sparse.csr_matrix(X)
+    folds = CVS[cv]
+    if folds is LeaveOneOut:
+        X, y = X[:24], y[:24]
+    ours = tree_cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    ref = cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    assert ours["backend"] == "exact"
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    for mine, theirs in zip(ours["estimator"][:3], ref["estimator"][:3], strict=True):
+        assert_array_equal(mine.predict(X[:7]), theirs.predict(X[:7]))
+        assert mine.n_samples_fit_ == theirs.n_samples_fit_
+
+
+def test_one_neighbour_search_serves_every_n_neighbors():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    cache = StatisticsCache()
+    backend = ExactStatisticsBackend(cache=cache)
+    for k in range(1, 40, 3):
+        for weights in ("uniform", "distance"):
+            est = KNeighborsClassifier(k, weights=weights)
+            ours = tree_cross_validate(est, X, y, cv=KFold(5), method=backend)
+            ref = cross_validate(est, X, y, cv=KFold(5))
+            assert_array_equal(ours["test_score"], ref["test_score"])
+    # Asking for more neighbours than were kept extends the same entry.
+    assert (cache.misses, len(cache)) == (1, 1)
+    with pytest.raises(ValueError, match="Expected n_neighbors <= n_samples_fit"):
+        tree_cross_validate(KNeighborsClassifier(70), X, y, cv=KFold(5), method=backend)
+    with pytest.raises(ValueError, match="takes no sample_weight"):
+        tree_cross_validate(
+            KNeighborsClassifier(),
+            X,
+            y,
+            cv=KFold(5),
+            fit_params={"sample_weight": np.ones(80)},
+            method=ExactStatisticsBackend(cache=StatisticsCache()),
+        )
+
+
+def test_clustered_chunks_ask_for_more_neighbours():
+    """Unshuffled folds of sorted data: a row's nearest rows are mostly in its
+    own chunk, so the search widens until each row has enough outside it."""
+    X = np.sort(np.random.default_rng(5).normal(size=(50, 1)), axis=0)
+    y = X[:, 0] + np.random.default_rng(6).normal(scale=0.1, size=50)
+    est = KNeighborsRegressor(8)
+    ours = tree_cross_validate(est, X, y, cv=KFold(3), scoring="r2")
+    ref = cross_validate(est, X, y, cv=KFold(3), scoring="r2")
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
 # -- the fold models ----------------------------------------------------------------
 def test_fold_models_are_fits_on_the_training_rows(gaussian):
     X, y = gaussian
@@ -363,6 +438,8 @@ def test_what_is_scored_is_what_is_returned(regression):
         RidgeClassifier(),
         LinearRegression(),
         LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.1),
+        KNeighborsClassifier(),
+        KNeighborsRegressor(weights="distance"),
     ],
 )
 def test_auto_picks_exact(estimator):
@@ -381,6 +458,7 @@ def test_auto_picks_exact(estimator):
         RidgeClassifier(class_weight="balanced"),
         LinearDiscriminantAnalysis(),  # The svd solver.
         LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
+        KNeighborsClassifier(weights=lambda d: d),
     ],
 )
 def test_parameters_the_statistics_cannot_express_fall_back(estimator):

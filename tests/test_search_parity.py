@@ -43,9 +43,14 @@ def data():
     return X[rows] / 16.0, y[rows]
 
 
+class TreeNB(MultinomialNB):
+    """A subclass, which the exact statistics backend leaves to the Python tree."""
+
+
 LEARNERS = {
     "native": (PegasosClassifier(), {"alpha": [1e-3, 1e-2, 1e-1]}),
-    "python": (MultinomialNB(), {"alpha": [0.1, 1.0, 10.0]}),
+    "python": (TreeNB(), {"alpha": [0.1, 1.0, 10.0]}),
+    "exact": (MultinomialNB(), {"alpha": [0.1, 1.0, 10.0]}),
 }
 
 

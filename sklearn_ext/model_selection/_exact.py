@@ -518,6 +518,75 @@ class _DiscriminantStats:
         return self.classes[present], n, means, covariances
 
 
+class _NeighborStats:
+    """Each row's nearest neighbours among the rows outside its own chunk.
+
+    One neighbour search over all rows serves every fold: a row's neighbours
+    in its fold's training rows are its neighbours among all rows with those
+    of its own chunk left out. The search asks for a few more than needed and
+    asks again, with twice as many, for the rows whose own chunk took too many.
+    Kept to ``depth`` neighbours; a deeper request extends the search.
+    """
+
+    def __init__(self, estimator, X, chunks: _Chunks, depth: int) -> None:
+        self.chunks = chunks
+        self._search = _neighbor_search(estimator).fit(X)
+        self._X = X
+        self.depth = 0
+        self.distances = self.indices = None
+        self._lock = threading.Lock()
+        self.extend(depth)
+
+    def extend(self, depth: int) -> None:
+        with self._lock:
+            if depth <= self.depth:
+                return
+            n_samples = self.chunks.n_samples
+            of_row = self.chunks.of_row
+            depth = min(depth, n_samples)
+            distances = np.full((n_samples, depth), np.inf)
+            indices = np.full((n_samples, depth), -1, dtype=np.intp)
+            pending = np.arange(n_samples)
+            share = self.chunks.sizes.max() / n_samples
+            asked = min(n_samples, int(np.ceil(depth / max(1e-12, 1 - share))) + 2)
+            while pending.shape[0]:
+                dist, ind = self._search.kneighbors(self._X[pending], n_neighbors=asked)
+                outside = of_row[ind] != of_row[pending][:, None]
+                found = outside.sum(axis=1)
+                done = (found >= depth) | (asked >= n_samples)
+                for row, d, i, keep in zip(
+                    pending[done], dist[done], ind[done], outside[done], strict=True
+                ):
+                    kept = np.flatnonzero(keep)[:depth]
+                    distances[row, : kept.shape[0]] = d[kept]
+                    indices[row, : kept.shape[0]] = i[kept]
+                pending = pending[~done]
+                asked = min(n_samples, 2 * asked)
+            self.distances, self.indices, self.depth = distances, indices, depth
+
+    def __getstate__(self):
+        state = dict(vars(self))
+        state["_lock"] = None
+        return state
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._lock = threading.Lock()
+
+
+def _neighbor_search(estimator):
+    from sklearn.neighbors import NearestNeighbors
+
+    return NearestNeighbors(
+        algorithm=estimator.algorithm,
+        leaf_size=estimator.leaf_size,
+        metric=estimator.metric,
+        p=estimator.p,
+        metric_params=estimator.metric_params,
+        n_jobs=estimator.n_jobs,
+    )
+
+
 # -- least squares ------------------------------------------------------------------
 class _GramStats:
     """Per-chunk weighted sums, Gram matrices ``X'WX`` and ``X'WY`` (X shifted).
@@ -974,12 +1043,83 @@ class _LinearDiscriminant(_Family):
         return model
 
 
+class _Neighbors(_Family):
+    names = (
+        "sklearn.neighbors.KNeighborsClassifier",
+        "sklearn.neighbors.KNeighborsRegressor",
+    )
+
+    def supports(self, estimator) -> bool:
+        return estimator.weights in ("uniform", "distance") and (
+            estimator.metric != "precomputed"
+        )
+
+    def prepare(self, estimator, X, y):
+        if type(estimator).__name__ == "KNeighborsClassifier":
+            y = _classes_target(estimator, y)
+        elif np.ndim(y) != 1:
+            raise ValueError(
+                "The exact backend runs KNeighborsRegressor on a one-dimensional "
+                f"y; got y of shape {np.shape(y)}. Use method='standard'."
+            )
+        return X, y
+
+    def statistics_key(self, estimator) -> tuple:
+        return (estimator.metric, estimator.p, repr(estimator.metric_params))
+
+    def statistics(self, estimator, X, y, weights, chunks, gram_budget=None):
+        if weights is not None:
+            raise ValueError(
+                f"{type(estimator).__name__}.fit takes no sample_weight; got one."
+            )
+        return _NeighborStats(estimator, X, chunks, max(estimator.n_neighbors, 32))
+
+    def fold_model(self, model, stats, leaf, n_features, task=None):
+        """A real fold model: ``fit`` on the fold's training rows (an index)."""
+        X, y, _ = task.rows(np.sort(task.plan.train_indices(leaf)))
+        return model.fit(X, y)
+
+    def predict(self, model, stats, rows: np.ndarray, y) -> np.ndarray:
+        """``model.predict`` on ``rows``, from the shared neighbour lists."""
+        k = model.n_neighbors
+        stats.extend(k)
+        n_train = stats.chunks.n_samples - stats.chunks.sizes[stats.chunks.of_row[rows]]
+        if np.any(n_train < k):
+            raise ValueError(
+                f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {k}, "
+                f"n_samples_fit = {int(n_train.min())}"
+            )
+        ind = stats.indices[rows, :k]
+        weights = None
+        if model.weights == "distance":
+            with np.errstate(divide="ignore"):
+                weights = 1.0 / stats.distances[rows, :k]
+            inf_mask = np.isinf(weights)
+            inf_row = np.any(inf_mask, axis=1)
+            weights[inf_row] = inf_mask[inf_row]
+        if type(model).__name__ == "KNeighborsRegressor":
+            values = np.asarray(y, dtype=float)[ind]
+            if weights is None:
+                return np.mean(values, axis=1)
+            return np.sum(values * weights, axis=1) / np.sum(weights, axis=1)
+        classes, codes = np.unique(y, return_inverse=True)
+        votes = np.zeros((rows.shape[0], classes.shape[0]))
+        row_index = np.repeat(np.arange(rows.shape[0]), k)
+        np.add.at(
+            votes,
+            (row_index, codes[ind].ravel()),
+            1.0 if weights is None else weights.ravel(),
+        )
+        return classes[np.argmax(votes, axis=1)]
+
+
 _FAMILIES = (
     _DiscreteNB(),
     _GaussianNB(),
     _CategoricalNB(),
     _LeastSquares(),
     _LinearDiscriminant(),
+    _Neighbors(),
 )
 
 
@@ -1012,7 +1152,10 @@ class ExactStatisticsBackend(Backend):
     ``CategoricalNB``, ``GaussianNB``), least squares (``Ridge``,
     ``RidgeClassifier``, ``LinearRegression``) and linear discriminant analysis
     (``LinearDiscriminantAnalysis`` with the ``lsqr`` or ``eigen`` solver),
-    each fold's model is a function of statistics that add up over rows.
+    each fold's model is a function of statistics that add up over rows. For
+    nearest neighbours (``KNeighborsClassifier``, ``KNeighborsRegressor``), one
+    neighbour search over all rows serves every fold, each row's neighbours
+    taken outside its own chunk.
     They are computed once per chunk; each fold's are the total minus its
     held-out chunk, and each fold model is a
     real fitted scikit-learn estimator with the attributes its own ``fit`` on
@@ -1042,7 +1185,7 @@ class ExactStatisticsBackend(Backend):
     the plan's leaf order; the first carries the time and the rows of the
     statistics pass (``n_samples_fed`` is ``n_samples`` on a cache miss and
     0 on a hit). The extra ``statistics_hit`` says whether the statistics
-    came from the cache.
+    came from the cache (a result column of ``tree_cross_validate``).
 
     Examples
     --------
@@ -1058,7 +1201,8 @@ class ExactStatisticsBackend(Backend):
     """
 
     name = "exact"
-    extras: ClassVar[dict[str, str | None]] = {"statistics_hit": "mode"}
+    #: Per fold only: a search's ``cv_results_`` keeps GridSearchCV's keys.
+    extras: ClassVar[dict[str, str | None]] = {"statistics_hit": None}
 
     def __init__(self, cache: StatisticsCache | None = None, gram_budget: int = 2**28):
         if cache is not None and not isinstance(cache, StatisticsCache):
@@ -1123,7 +1267,7 @@ class ExactStatisticsBackend(Backend):
         key = self._key(family, prototype, task, weights)
         options = (
             {"gram_budget": self.gram_budget}
-            if isinstance(family, _LeastSquares | _LinearDiscriminant)
+            if isinstance(family, _LeastSquares | _LinearDiscriminant | _Neighbors)
             else {}
         )
         stats, hit = cache.get_or_compute(
@@ -1135,6 +1279,11 @@ class ExactStatisticsBackend(Backend):
         fed = 0 if hit else task.plan.n_samples
         pending_time = time.perf_counter() - tic
         native = family.joint_log_likelihood and _native_accuracy(task)
+        neighbors_native = isinstance(family, _Neighbors) and (
+            task.scoring in (None, "accuracy")
+            if type(prototype).__name__ == "KNeighborsClassifier"
+            else task.scoring in (None, "r2")
+        )
         least_squares = isinstance(family, _LeastSquares)
         if least_squares and isinstance(y, tuple):
             labels, classes, _ = y
@@ -1149,7 +1298,13 @@ class ExactStatisticsBackend(Backend):
         for leaf in range(task.plan.n_splits):
             tic = time.perf_counter()
             model = copy.copy(prototype)
-            if not least_squares:
+            if isinstance(family, _Neighbors):
+                model = (
+                    family.fold_model(model, stats, leaf, n_features, task=task)
+                    if task.return_estimator or not neighbors_native
+                    else None
+                )
+            elif not least_squares:
                 model = family.fold_model(model, stats, leaf, n_features)
             elif isinstance(y, tuple):
                 present = np.flatnonzero(class_rows - chunk_rows[leaf] > 0)
@@ -1164,7 +1319,11 @@ class ExactStatisticsBackend(Backend):
                 model = family.fold_model(model, stats, leaf, n_features, y_info)
             fit_time = pending_time + time.perf_counter() - tic
             pending_time = 0.0
-            if native:
+            if neighbors_native:
+                scores, score_time = _score_neighbors(
+                    task, family, prototype, stats, leaf
+                )
+            elif native:
                 scores, score_time = _score_native(task, model, X, leaf)
             else:
                 scores, score_time = task.score(model, leaf)
@@ -1240,4 +1399,19 @@ def _score_native(task: CVTask, model, X, leaf: int):
     jll = model._joint_log_likelihood(X[rows])
     predicted = model.classes_[np.argmax(jll, axis=1)]
     score = float(np.mean(predicted == task.y[rows]))
+    return {"score": score}, time.perf_counter() - tic
+
+
+def _score_neighbors(task: CVTask, family: _Neighbors, model, stats, leaf: int):
+    """Accuracy or R^2 of a fold from the shared neighbour lists."""
+    from sklearn.metrics import r2_score
+
+    tic = time.perf_counter()
+    rows = task.plan.test_indices(leaf)
+    predicted = family.predict(model, stats, rows, task.y)
+    truth = task.y[_as_slice(rows)]
+    if type(model).__name__ == "KNeighborsRegressor":
+        score = float(r2_score(truth, predicted))
+    else:
+        score = float(np.mean(predicted == truth))
     return {"score": score}, time.perf_counter() - tic

@@ -158,13 +158,10 @@ class TreeCVSearchCV(BaseSearchCV):
         Seconds to refit the best candidate.
     multimetric_ : bool
         Whether several metrics were computed.
-    classes_ : ndarray of shape (n_classes,)
-        Class labels (with ``refit``, for classifiers).
-    n_features_in_ : int
-        Number of features seen during ``fit`` (with ``refit``).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (with ``refit``, when ``X`` had
-        string column names).
+        string column names); ``classes_`` and ``n_features_in_`` are the
+        refit model's, as in ``GridSearchCV``.
 
     See Also
     --------
