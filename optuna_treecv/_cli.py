@@ -415,9 +415,11 @@ def _say_once(caught, said: dict) -> None:
 def _optimize_until_ctrl_c(study, func, **kwargs) -> bool:
     """``study.optimize``; return whether Ctrl-C stopped it.
 
-    Optuna can turn a Ctrl-C that lands in a storage write into another
-    exception; after a SIGINT any exception out of ``optimize`` counts as the
-    interruption.
+    The first Ctrl-C lets the running trial finish (its result is kept) and
+    stops the study: a KeyboardInterrupt raised at an arbitrary point could
+    land inside a storage write or while a storage lock is held. A second
+    Ctrl-C aborts the running trial. After a Ctrl-C, any exception out of
+    ``optimize`` counts as the interruption.
     """
     import signal
     import threading
@@ -426,14 +428,18 @@ def _optimize_until_ctrl_c(study, func, **kwargs) -> bool:
 
     def on_sigint(signum, frame):
         received.append(signum)
-        # Should the KeyboardInterrupt be swallowed (Python ignores exceptions
-        # in garbage-collection callbacks), the study still stops after the
-        # running trial.
+        if len(received) > 1:
+            raise KeyboardInterrupt
         try:
+            print(
+                "\nCtrl-C: stopping after the running trial (Ctrl-C again to "
+                "abort it).",
+                file=sys.stderr,
+                flush=True,
+            )
             study.stop()
-        except RuntimeError:  # Not inside optimize's loop any more.
-            pass
-        raise KeyboardInterrupt
+        except RuntimeError:  # Not inside optimize's loop, or output busy.
+            raise KeyboardInterrupt from None
 
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None

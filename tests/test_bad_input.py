@@ -103,6 +103,8 @@ def test_native_learners_refuse_overflowing_data(cancer, Learner):
     X, y = cancer
     with pytest.raises(ValueError, match="squared row norms overflow"):
         Learner().fit(X * 1e300, y)
+    with pytest.raises(ValueError, match="squared row norms overflow"):
+        Learner().fit(sp.csr_matrix(X * 1e300), y)
 
 
 @pytest.mark.parametrize("Learner", [PegasosClassifier, LogisticSGDClassifier])
@@ -298,7 +300,8 @@ def test_n_jobs_as_a_string_is_a_clear_error(small):
 
 def test_scoring_a_model_without_the_method_is_a_clear_error(small):
     X, _ = small
-    with pytest.raises(ValueError, match="calls predict, which KernelDensity does not"):
+    message = "scoring='accuracy' calls predict, which KernelDensity does not"
+    with pytest.raises(AttributeError, match=message):
         tree_cross_validate(
             KernelDensity(), X, cv=3, scoring="accuracy", method="standard"
         )

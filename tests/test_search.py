@@ -218,7 +218,8 @@ def test_non_deterministic_learner_warns_and_is_not_shared(digits):
         (
             {"estimator": LogisticRegression()},
             TypeError,
-            "must have a partial_fit method",
+            "The 'estimator' parameter of TreeCVEstimator must be an object "
+            "implementing 'partial_fit'",
         ),
         ({"batch_size": 0}, ValueError, "The 'batch_size' parameter"),
         ({"cache": "disk"}, ValueError, "The 'cache' parameter"),

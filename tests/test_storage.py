@@ -209,7 +209,11 @@ def _crowd_worker(url: str, barrier) -> None:
     barrier.wait(timeout=60)
     storage = open_storage(url)  # All at the same moment, on a new file.
     study = optuna.create_study(
-        study_name="crowd", storage=storage, direction="maximize", load_if_exists=True
+        study_name="crowd",
+        storage=storage,
+        direction="maximize",
+        load_if_exists=True,
+        pruner=optuna.pruners.NopPruner(),
     )
     study.optimize(_objective(), n_trials=2)
 

@@ -220,8 +220,9 @@ def test_bad_parameters(binary_data):
         ValueError, match="The 'seeding' parameter of alpha_seeded_cv must be"
     ):
         alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=3, seeding="warm")
-    with pytest.raises(ValueError, match="probability"):
-        alpha_seeded_cv(SVC(probability=True), X, y, cv=3)
+    # probability=True is taken over since issue 20 (tests/test_svm_probability.py).
+    with pytest.raises(ValueError, match="break_ties"):
+        alpha_seeded_cv(SVC(break_ties=True), X, y, cv=3)
 
 
 def test_bad_data(binary_data):

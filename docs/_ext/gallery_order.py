@@ -8,6 +8,7 @@ FIRST = (
     "optuna_quickstart.py",
     "plot_optuna_pruning.py",
     "plot_svm_c_path.py",
+    "plot_exact_statistics.py",
 )
 
 

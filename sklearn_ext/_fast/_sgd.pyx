@@ -18,7 +18,7 @@ so a node of the tree is copied with one ``memcpy`` of ``O(K * D)`` doubles.
 """
 
 from cython cimport floating
-from libc.math cimport exp, fabs, sqrt, NAN
+from libc.math cimport exp, fabs, isinf, sqrt, NAN
 
 import numpy as np
 
@@ -211,6 +211,11 @@ cdef void update_row(
             sqnorm[k] = p.radius * p.radius
             if scale[k] < MIN_SCALE:
                 rescale(v, &scale[k], D)
+        if isinf(xsq):
+            # The row's squared norm overflowed float64, so the step is
+            # meaningless (the projection may even hide it): leave a NaN norm,
+            # which the estimator and the native tree report as an overflow.
+            sqnorm[k] = NAN
         if p.average:
             avg = state + 2 + 2 * K + K * D + k * D
             s = scale[k] * eta

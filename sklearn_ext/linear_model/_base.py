@@ -39,6 +39,9 @@ from sklearn_ext.utils._prefix_cache import (
     resume_from_prefix,
 )
 
+#: Values per block of the data-scale pass (256 KiB of float64).
+_SCALE_BLOCK = 1 << 15
+
 #: Rows per batch of the prefix-sharing first epoch (``cache``).
 _PREFIX_BATCH_SIZE = 1024
 
@@ -68,11 +71,15 @@ def as_kernel_input(X):
 
 
 def _data_scale(X) -> float:
-    """``max |X|`` without a copy of ``X``."""
-    values = X.data if sp.issparse(X) else X
-    if values.size == 0:
-        return 0.0
-    return float(max(values.max(), -values.min()))
+    """``max |X|`` in one pass and without a copy of ``X``."""
+    values = X.data if sp.issparse(X) else X.reshape(-1)
+    scale = 0.0
+    # Blocks that stay in cache: max and min cost one pass over memory, and
+    # no BLAS call (whose threads stall on a loaded machine).
+    for start in range(0, values.size, _SCALE_BLOCK):
+        block = values[start : start + _SCALE_BLOCK]
+        scale = max(scale, float(block.max()), -float(block.min()))
+    return scale
 
 
 class BaseNativeSGD(BaseEstimator):
@@ -107,7 +114,7 @@ class BaseNativeSGD(BaseEstimator):
 
     # -- training -----------------------------------------------------------------
     def _validate_X_y(self, X, y, reset: bool):
-        X, y = validate_data(
+        return validate_data(
             self,
             X,
             y,
@@ -117,11 +124,9 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             y_numeric=not isinstance(self, ClassifierMixin),
         )
-        self._check_data_scale(X)
-        return X, y
 
     def _check_data_scale(self, X) -> None:
-        """Raise if the kernel's squared row norms of ``X`` would overflow."""
+        """Raise if the kernel's squared row norms of ``X`` overflow float64."""
         scale = _data_scale(X)
         if scale > np.sqrt(np.finfo(np.float64).max / (X.shape[1] + 1)):
             # The kernel's squared row norms would overflow: no step applies.
@@ -167,10 +172,14 @@ class BaseNativeSGD(BaseEstimator):
         """Raise instead of keeping weights that overflowed (the kernel cannot).
 
         scikit-learn's SGD raises on overflow too; a model with infinite or NaN
-        weights would predict one class whatever the input.
+        weights would predict one class whatever the input. The data scale of
+        ``X`` is looked at only then, so that valid runs do not pay a pass over
+        ``X`` (data too large for the squared row norms gets its own message).
         """
         if np.all(np.isfinite(self._state)):
             return
+        if X is not None:
+            self._check_data_scale(X)
         scale = "unknown" if X is None else f"{_data_scale(X):.3g}"
         raise ValueError(
             f"The weights of {type(self).__name__} overflowed to infinity or NaN "
@@ -309,7 +318,6 @@ class BaseNativeSGD(BaseEstimator):
             order="C",
             input_name="X",
         )
-        self._check_data_scale(X)
         y = self._native_targets(task.y, task.classes)
         unknown = sorted(set(task.fit_params) - {"sample_weight"})
         if unknown:

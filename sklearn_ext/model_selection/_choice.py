@@ -96,7 +96,7 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
         Python tree for any ``partial_fit`` estimator). ``"alpha_seeding"``
         solves kernel SVM folds on a shared kernel store, each seeded from the
         last (:class:`~sklearn_ext.AlphaSeededSVC` and scikit-learn's ``SVC``
-        without ``probability`` or ``break_ties``). ``"standard"`` trains ``k``
+        without ``break_ties``). ``"standard"`` trains ``k``
         independent models. ``"auto"`` takes ``"exact"`` where it applies,
         then ``"alpha_seeding"``, then ``"treecv"``, and otherwise falls back
         to ``"standard"`` with a :class:`TreeCVFallbackWarning`. A
@@ -169,7 +169,7 @@ def _choose(estimator, method) -> Backend:
     if method == "alpha_seeding":
         raise TypeError(
             "method='alpha_seeding' needs an AlphaSeededSVC or a sklearn.svm.SVC "
-            f"(without probability or break_ties); got {owner}. Use "
+            f"(without break_ties); got {owner}. Use "
             "method='standard' or method='auto'."
         )
     reason = (

@@ -10,7 +10,13 @@ import warnings
 import joblib
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.base import (
+    BaseEstimator,
+    MetaEstimatorMixin,
+    _fit_context,
+    clone,
+    is_classifier,
+)
 from sklearn.utils import get_tags
 from sklearn.utils._metadata_requests import (
     MetadataRouter,
@@ -18,6 +24,7 @@ from sklearn.utils._metadata_requests import (
     _routing_enabled,
     process_routing,
 )
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -135,24 +142,14 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         self.classes = classes
         self.cache = cache
 
-    def _check_params(self) -> PrefixCache | None:
-        if not callable(getattr(self.estimator, "partial_fit", None)):
-            raise TypeError(
-                "The 'estimator' parameter of TreeCVEstimator must have a "
-                f"partial_fit method. Got {type(self.estimator).__name__} instead; "
-                "use it directly, without TreeCVEstimator."
-            )
-        if (
-            not isinstance(self.batch_size, numbers.Integral)
-            or isinstance(self.batch_size, bool)
-            or self.batch_size < 1
-        ):
-            raise ValueError(
-                "The 'batch_size' parameter of TreeCVEstimator must be an int in "
-                f"the range [1, inf). Got {self.batch_size!r} instead."
-            )
-        return resolve_cache(self.cache, "TreeCVEstimator")
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["partial_fit"])],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "classes": ["array-like", None],
+        "cache": [StrOptions({"memory"}), PrefixCache, None],
+    }
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **fit_params):
         """Fit the learner, resuming from the longest cached training prefix.
 
@@ -172,7 +169,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted wrapper.
         """
-        cache = self._check_params()
+        cache = resolve_cache(self.cache, "TreeCVEstimator")
         if y is None:
             X = validate_data(self, X, accept_sparse="csr", reset=True)
         else:
@@ -268,7 +265,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         """
         first_call = "_stream" not in vars(self)
         if first_call:
-            self._check_params()
+            self._validate_params()
         if y is None:
             X = validate_data(self, X, accept_sparse="csr", reset=first_call)
         else:

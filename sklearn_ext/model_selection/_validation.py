@@ -240,6 +240,7 @@ def tree_cross_validate(
         random_state=random_state,
     )
     check_training_rows(plan, backend)
+    check_response_methods(estimator, scoring)
     all_classes = _classes(estimator, y, classes)
     scored, regime = scored_estimator(estimator, backend, classes=all_classes)
     if regime == "one_pass":
@@ -395,7 +396,6 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
             return _named(_mean_score_samples)
     try:
         scorer = check_scoring(estimator, scoring)
-        _check_response_methods(estimator, scorer)
     except (ValueError, TypeError) as exc:
         raise ValueError(
             f"Invalid scoring={scoring!r} for {type(estimator).__name__}: {exc}"
@@ -405,8 +405,18 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
     return _named(scorer)
 
 
-def _check_response_methods(estimator, scorer) -> None:
-    """Raise now, not at the first fold, if a scorer needs a missing method."""
+def check_response_methods(estimator, scoring) -> None:
+    """Raise before any fit if ``scoring`` calls a method ``estimator`` lacks.
+
+    Every fold would fail the same way; the ``AttributeError`` (what
+    scikit-learn raises for a missing method) says which scorer and method.
+    """
+    if scoring is None or callable(scoring):
+        return
+    try:
+        scorer = check_scoring(estimator, scoring)
+    except (ValueError, TypeError):
+        return  # make_scorer_dict says what is wrong with it
     scorers = getattr(scorer, "_scorers", {"score": scorer})
     for name, one in scorers.items():
         methods = getattr(one, "_response_method", None)
@@ -414,10 +424,11 @@ def _check_response_methods(estimator, scorer) -> None:
             continue
         methods = (methods,) if isinstance(methods, str) else tuple(methods)
         if not any(hasattr(estimator, method) for method in methods):
-            which = "it" if len(scorers) == 1 else f"the scorer {name!r}"
-            raise ValueError(
-                f"{which} calls {' or '.join(methods)}, which "
-                f"{type(estimator).__name__} does not have"
+            which = f"scoring={scoring!r}" if len(scorers) == 1 else f"{name!r}"
+            raise AttributeError(
+                f"The scorer {which} calls {' or '.join(methods)}, which "
+                f"{type(estimator).__name__} does not have with these parameters; "
+                "choose a scoring it supports."
             )
 
 

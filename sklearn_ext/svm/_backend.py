@@ -25,6 +25,9 @@ class AlphaSeedingBackend(Backend):
     kernel store. Folds are solved one after the other since each seeds the
     next, so ``n_jobs`` is not used. ``LeafResult.n_samples_fed`` is the fold's
     number of training rows and ``fit_time`` its seeding plus solving time.
+    With ``probability=True`` (``SVC``'s included) each fold model also fits its
+    own Platt sigmoids from an internal CV on its training rows (counted in
+    ``fit_time``), so probability scorers such as ``neg_log_loss`` work.
 
     Parameters
     ----------
@@ -90,12 +93,8 @@ class AlphaSeedingBackend(Backend):
     def accepts(cls, estimator) -> bool:
         if isinstance(estimator, AlphaSeededSVC):
             return True
-        # SVC.probability defaults to "deprecated" in recent scikit-learn.
-        return (
-            type(estimator) is SVC
-            and estimator.probability is not True
-            and estimator.break_ties is not True
-        )
+        # probability=True is taken over (each fold model calibrates itself).
+        return type(estimator) is SVC and estimator.break_ties is not True
 
     def with_store(self, store, estimator) -> AlphaSeedingBackend:
         if not all(callable(getattr(store, m, None)) for m in ("lookup", "put")):

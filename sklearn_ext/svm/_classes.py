@@ -6,19 +6,30 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import (
     _ovr_decision_function,
     check_classification_targets,
 )
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_is_fitted,
+    check_random_state,
+    validate_data,
+)
 
 from sklearn_ext.svm._kernel_store import (
     KernelStore,
     kernel_matrix,
     resolve_kernel_dtype,
+)
+from sklearn_ext.svm._platt import (
+    MIN_PROB,
+    couple_pairwise,
+    sigmoid_predict,
+    sigmoid_train,
 )
 from sklearn_ext.svm._solver import (
     PairProblem,
@@ -102,6 +113,21 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         a fit starts from the stored solution at the nearest ``C``, or is
         skipped exactly when a smaller ``C`` left no alpha at its bound, and
         stores its own solution. Clones share the store.
+    probability : bool, default=False
+        Whether to enable :meth:`predict_proba` and :meth:`predict_log_proba`,
+        as in :class:`sklearn.svm.SVC`: :meth:`fit` first runs an internal
+        5-fold cross-validation (stratified, shuffled by ``random_state``)
+        through :func:`~sklearn_ext.tree_cross_validate` with the
+        ``alpha_seeding`` backend, so each fold is seeded from the previous one
+        and all share one kernel store, then fits LIBSVM's Platt sigmoid of
+        each one-vs-one problem on its held-out decision values (Newton's
+        method of Lin, Lin and Weng, 2007). The final model starts from the
+        last fold's alphas. Multiclass probabilities couple the pairwise ones
+        (Wu, Lin and Weng, 2004). Like ``SVC``'s, the probabilities may
+        disagree with :meth:`predict`, which still votes.
+    random_state : int, RandomState instance or None, default=None
+        Shuffling of the internal folds of ``probability=True`` (and seed of
+        their SIR replacements); ignored otherwise.
 
     Attributes
     ----------
@@ -126,6 +152,13 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         none), with ``warm_start_store``.
     warm_start_skipped_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Whether the stored solution was optimal as it was (no SMO run).
+    probA_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Platt's ``A`` of each one-vs-one problem (``probability=True``; empty
+        otherwise), as in :class:`sklearn.svm.SVC`: the pair ``(i, j)``'s
+        probability of class ``i`` is ``1 / (1 + exp(A * f + B))`` with ``f``
+        its decision value (positive for class ``i``).
+    probB_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Platt's ``B`` of each one-vs-one problem.
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -144,6 +177,9 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     array([0, 0, 0])
     >>> round(clf.score(X, y), 2)
     0.97
+    >>> proba = AlphaSeededSVC(probability=True, random_state=0).fit(X, y)
+    >>> proba.predict_proba(X[:1]).round(2)
+    array([[0.98, 0.01, 0.01]])
     """
 
     _parameter_constraints: dict = {
@@ -170,6 +206,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "kernel_dtype": [StrOptions({"auto", "float64", "float32"})],
         "warm_start_store": [HasMethods(["lookup", "put", "kernel_store"]), None],
+        "probability": ["boolean"],
+        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -189,6 +227,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         warm_start=False,
         kernel_dtype="auto",
         warm_start_store=None,
+        probability=False,
+        random_state=None,
     ):
         self.C = C
         self.kernel = kernel
@@ -204,6 +244,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.kernel_dtype = kernel_dtype
         self.warm_start_store = warm_start_store
+        self.probability = probability
+        self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -236,11 +278,20 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 f"{n_classes} class"
             )
         gamma = self._resolve_gamma(X)
-        keys = _StoreKeys(self, X, y, gamma)
+        starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
+        shared = None
+        if self.probability:
+            shared, last_alphas = self._fit_platt(X, y)
+            if starts is None and self.warm_start_store is None:
+                # The last fold's solution, held-out alphas at 0, is feasible.
+                starts = last_alphas
+        else:
+            self.probA_ = np.empty(0)
+            self.probB_ = np.empty(0)
+        keys = _StoreKeys(self, X, y, gamma, store=shared)
         store = keys.kernel_store(X, gamma)
         c_by_class = self._class_C(y_enc, n_classes)
         rows = np.arange(X.shape[0], dtype=np.intp)
-        starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
         problems = []
         seeds = []
         for p, (a, b) in enumerate(_pairs(n_classes)):
@@ -260,6 +311,65 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         self._set_model(problems, X, gamma, n_classes)
         self._set_seeds(seeds)
         return self
+
+    def _fit_platt(self, X, y):
+        """Platt's sigmoids from an internal alpha-seeded 5-fold CV.
+
+        Sets ``probA_`` and ``probB_``; returns the warm-start store the CV
+        ran with (it keeps the kernel for the final fit) and the last fold's
+        alphas, one full-length array per one-vs-one pair.
+        """
+        # Imported here: the backend and tree_cross_validate import this module.
+        from sklearn.model_selection import StratifiedKFold
+
+        from sklearn_ext.model_selection._plan import FoldPlan
+        from sklearn_ext.model_selection._validation import tree_cross_validate
+        from sklearn_ext.svm._backend import AlphaSeedingBackend
+        from sklearn_ext.svm._warm_start import WarmStartStore
+
+        classes, y_enc = np.unique(y, return_inverse=True)
+        counts = np.bincount(y_enc)
+        if counts.min() < 2:
+            raise ValueError(
+                "probability=True needs at least 2 samples of each class for its "
+                f"internal cross-validation; class {classes[counts.argmin()]!r} "
+                f"has {counts.min()}."
+            )
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        # LIBSVM uses 5 folds; stratified, every class is in every training part.
+        splitter = StratifiedKFold(
+            n_splits=min(5, int(counts.min())), shuffle=True, random_state=seed
+        )
+        tests = [test for _, test in splitter.split(np.zeros(y.shape[0]), y_enc)]
+        plan = FoldPlan(tests, y.shape[0])
+        store = self.warm_start_store
+        if store is None:
+            store = WarmStartStore()
+        inner = clone(self).set_params(
+            probability=False, warm_start=False, warm_start_store=store
+        )
+        result = tree_cross_validate(
+            inner,
+            X,
+            y,
+            cv=plan,
+            method=AlphaSeedingBackend(seeding="sir", random_state=seed),
+            return_estimator=True,
+        )
+        n_classes = classes.shape[0]
+        dec = np.zeros((y.shape[0], n_classes * (n_classes - 1) // 2))
+        for test, model in zip(tests, result["estimator"], strict=True):
+            dec[test] = model._ovo_from_kernel(model._kernel_to_support(X[test]))
+        probA, probB = [], []
+        for p, (a, b) in enumerate(_pairs(n_classes)):
+            mask = (y_enc == a) | (y_enc == b)
+            A, B = sigmoid_train(dec[mask, p], y_enc[mask] == a)
+            probA.append(A)
+            probB.append(B)
+        self.probA_ = np.array(probA)
+        self.probB_ = np.array(probB)
+        return store, result["estimator"][-1]._alpha_by_pair
 
     def _set_seeds(self, seeds) -> None:
         self.warm_start_C_ = np.array(
@@ -503,6 +613,75 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         """
         return self._vote(self._ovo_decision(X))
 
+    def _check_proba(self) -> bool:
+        if not self.probability:
+            raise AttributeError(
+                "predict_proba is not available when probability=False"
+            )
+        return True
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities from Platt scaling (``probability=True``).
+
+        Each one-vs-one decision value goes through its pair's sigmoid
+        (``probA_``, ``probB_``), clipped to ``[1e-7, 1 - 1e-7]`` as LIBSVM
+        does; with more than two classes the pairwise probabilities are
+        coupled (Wu, Lin and Weng, 2004).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples, or their kernel with the training samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class, columns in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from sklearn.preprocessing import scale
+        >>> from sklearn_ext.svm import AlphaSeededSVC
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> clf = AlphaSeededSVC(probability=True, random_state=0).fit(scale(X), y)
+        >>> clf.predict_proba(scale(X)[:2]).shape
+        (2, 2)
+        """
+        dec = self._ovo_decision(X)
+        if self.probA_.shape[0] != dec.shape[1]:
+            raise AttributeError(
+                "predict_proba is not available: this model was fitted with "
+                "probability=False."
+            )
+        n_classes = self.classes_.shape[0]
+        pair = np.clip(
+            sigmoid_predict(dec, self.probA_, self.probB_), MIN_PROB, 1 - MIN_PROB
+        )
+        if n_classes == 2:
+            return np.column_stack([pair[:, 0], 1.0 - pair[:, 0]])
+        r = np.zeros((dec.shape[0], n_classes, n_classes))
+        for p, (a, b) in enumerate(_pairs(n_classes)):
+            r[:, a, b] = pair[:, p]
+            r[:, b, a] = 1.0 - pair[:, p]
+        return couple_pairwise(r)
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples, or their kernel with the training samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        return np.log(self.predict_proba(X))
+
     @property
     def _n_train(self) -> int:
         return self._alpha_by_pair[0].shape[0]
@@ -536,9 +715,11 @@ def _pairs(n_classes: int):
 class _StoreKeys:
     """How one model's problems are named in its warm-start store, if any."""
 
-    def __init__(self, model, X, y, gamma) -> None:
+    def __init__(self, model, X, y, gamma, store=None) -> None:
         self.model = model
-        self.store = model.warm_start_store
+        # ``store`` stands in for the model's own (probability=True's internal
+        # CV hands its kernel over to the final fit that way).
+        self.store = model.warm_start_store if store is None else store
         self.C = float(model.C)
         self.tol = float(model.tol)
         # A callable kernel without a declared key cannot be told apart from

@@ -49,7 +49,8 @@ def as_alpha_seeded(estimator) -> AlphaSeededSVC:
     """An unfitted :class:`AlphaSeededSVC` with the parameters of ``estimator``.
 
     ``estimator`` is an ``AlphaSeededSVC`` (cloned) or a
-    :class:`sklearn.svm.SVC` without ``probability`` or ``break_ties``. SVC's
+    :class:`sklearn.svm.SVC` without ``break_ties`` (``probability`` and
+    ``random_state`` are taken over). SVC's
     default ``cache_size`` (200 MB, which makes a few thousand rows fall back to
     kernel columns) becomes ``"auto"``: the fast path needs no tuning, and the
     cache size never changes the model.
@@ -58,12 +59,15 @@ def as_alpha_seeded(estimator) -> AlphaSeededSVC:
         return clone(estimator)
     if isinstance(estimator, SVC) and type(estimator) is SVC:
         params = estimator.get_params()
-        if params["probability"] is True or params["break_ties"] is True:
+        if params["break_ties"] is True:
             raise ValueError(
                 "Alpha-seeded CV reproduces SVC's decision function and votes; "
-                "SVC(probability=True) or SVC(break_ties=True) is not supported."
+                "SVC(break_ties=True) is not supported."
             )
         shared = {name: params[name] for name in _SHARED_PARAMS}
+        # SVC.probability defaults to "deprecated" in recent scikit-learn.
+        shared["probability"] = params["probability"] is True
+        shared["random_state"] = params["random_state"]
         if shared["cache_size"] == SVC().cache_size:
             shared["cache_size"] = "auto"
         return AlphaSeededSVC(**shared)
@@ -196,8 +200,19 @@ def run_folds(
         tic = time.perf_counter()
         for problem, found in zip(problems, seeds, strict=True):
             keys.solve(store, problem, found, rows, seeded=True)
-        fit_time = time.perf_counter() - tic
         fold_model.classes_ = classes
+        if fold_model.probability:
+            # Each fold model gets its own Platt sigmoids from an internal CV
+            # on its training rows, as SVC(probability=True) fitted on them.
+            # A store of its own: the inner folds' kernels are not the run's.
+            platt = clone(fold_model).set_params(warm_start_store=None)
+            sub = X[np.ix_(rows, rows)] if model.kernel == "precomputed" else X[rows]
+            platt._fit_platt(sub, y[rows])
+            fold_model.probA_, fold_model.probB_ = platt.probA_, platt.probB_
+        else:
+            fold_model.probA_ = fold_model.probB_ = np.empty(0)
+        fit_time = time.perf_counter() - tic
+
         fold_model.n_features_in_ = X.shape[1]
         fold_model._set_model(problems, X, gamma, n_classes)
         fold_model._set_seeds(seeds)
@@ -262,8 +277,8 @@ def alpha_seeded_cv(
     ----------
     estimator : AlphaSeededSVC or sklearn.svm.SVC
         The model; an ``SVC``'s parameters are taken over by an
-        ``AlphaSeededSVC`` (``probability`` and ``break_ties`` are not
-        supported).
+        ``AlphaSeededSVC`` (``break_ties`` is not supported; with
+        ``probability=True`` each fold model fits its own Platt sigmoids).
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
         Data, or the ``(n_samples, n_samples)`` kernel for
         ``kernel="precomputed"``.
