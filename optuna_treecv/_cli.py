@@ -532,7 +532,12 @@ def _baseline(args, objective, best, ran) -> None:
 
     from optuna_treecv._objective import suggest_params
     from sklearn_ext import tree_cross_validate
-    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
+    from sklearn_ext.model_selection import (
+        TreeCVFallbackWarning,
+        choose_backend,
+        one_pass_estimator,
+    )
+    from sklearn_ext.model_selection._regime import scored_estimator
 
     params = suggest_params(FixedTrial(best.params, best.number), objective.params)
     estimator = clone(objective.estimator).set_params(**params)
@@ -542,11 +547,18 @@ def _baseline(args, objective, best, ran) -> None:
     if backend.name == "standard":
         print("Time: every trial ran standard CV; there is no TreeCV to compare.")
         return
+    # Like with like: standard CV trains each fold the way the trials scored it
+    # (one ordered pass after a tree backend), not with the learner's own fit.
+    scored, regime = scored_estimator(estimator, backend)
+    reference = one_pass_estimator(estimator) if regime == "one_pass" else scored
     runs, learn = {}, {}
-    for key, method in (("tree", backend), ("standard", "standard")):
+    for key, method, model in (
+        ("tree", backend, estimator),
+        ("standard", "standard", reference),
+    ):
         tic = time.perf_counter()
         result = tree_cross_validate(
-            estimator,
+            model,
             objective.X,
             objective.y,
             cv=objective.fold_plan_,
