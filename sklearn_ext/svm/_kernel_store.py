@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -21,6 +22,7 @@ _BLOCK_ROWS = 1024
 _DENSIFY_CELLS = 2**25
 
 
+@functools.cache
 def _memory_bytes() -> float:
     """Memory this process may use: the machine's, or its cgroup's limit if lower."""
     try:
