@@ -11,8 +11,9 @@ in cost, see ``optuna_treecv.ResumableGridSampler``) proposes the points and
 ``TreeCVObjective`` scores each by its mean held-out AUROC.
 
 The study lives in SQLite (``--storage sqlite:///gornitz.db``): interrupt it at any
-time (Ctrl-C) and run the same command again, and it evaluates only the grid points
-that have no complete trial yet. At the end it prints the best settings, the time
+time (Ctrl-C lets the running trial finish: ``optimize_until_interrupted``)
+and run the same command again, and it evaluates only the grid points that have no
+complete trial yet. At the end it prints the best settings, the time
 taken and the time standard 10-fold CV would take (measured on ``--sample-standard``
 random grid points and extrapolated).
 
@@ -30,7 +31,12 @@ import time
 import _gornitz as g  # The sibling module examples/_gornitz.py.
 import optuna
 
-from optuna_treecv import ResumableGridSampler, TreeCVObjective, open_storage
+from optuna_treecv import (
+    ResumableGridSampler,
+    TreeCVObjective,
+    open_storage,
+    optimize_until_interrupted,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,14 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     tic = time.perf_counter()
     interrupted = False
     if n_trials:
-        try:
-            study.optimize(
-                objective,
-                n_trials=n_trials,
-                callbacks=[g.ProgressPrinter(n_points, start=done), time_standard],
-            )
-        except KeyboardInterrupt:
-            interrupted = True
+        # The first Ctrl-C stops after the running trial, whose result is kept.
+        interrupted = optimize_until_interrupted(
+            study,
+            objective,
+            n_trials=n_trials,
+            callbacks=[g.ProgressPrinter(n_points, start=done), time_standard],
+        )
     seconds = time.perf_counter() - tic - timer.seconds  # Without the timing.
     remaining = n_points - len(sampler.done(study))
     print(f"{g.load_average()}")

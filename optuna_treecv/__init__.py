@@ -5,9 +5,11 @@ cross-validation in each trial (TreeCV for ``partial_fit`` learners), reporting
 after every fold so that pruners stop bad trials early; :func:`select_trial`
 and :func:`refit_estimator` turn the study into a deployable model;
 :class:`ArtifactWarmStartStore` shares kernel SVM warm starts between workers;
-:class:`ResumableGridSampler` runs long grids that resume after an interruption.
+:class:`ResumableGridSampler` runs long grids that resume after an interruption,
+and :func:`optimize_until_interrupted` lets Ctrl-C stop a study between trials.
 """
 
+from optuna_treecv._interrupt import optimize_until_interrupted
 from optuna_treecv._objective import (
     StudyIdentityError,
     TreeCVObjective,
@@ -26,6 +28,7 @@ __all__ = [
     "StudyIdentityError",
     "TreeCVObjective",
     "open_storage",
+    "optimize_until_interrupted",
     "refit_estimator",
     "retry_running_trials",
     "select_trial",

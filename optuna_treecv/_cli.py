@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optuna_treecv._data import BUNDLED, load_dataset
+from optuna_treecv._interrupt import optimize_until_interrupted
 from optuna_treecv._learners import LEARNERS, make_learner
 from optuna_treecv._storage import open_storage, retry_running_trials
 
@@ -262,7 +263,6 @@ def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
 # -- commands -------------------------------------------------------------------------
 def _tune(args) -> int:
     import optuna
-    from optuna.trial import TrialState
 
     from optuna_treecv._objective import StudyIdentityError, TreeCVObjective
     from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
@@ -348,11 +348,9 @@ def _tune(args) -> int:
     )
     errors: list[str] = []
 
-    started: list[int] = []
     said: dict = {}  # Warnings already shown, as Python's "default" action.
 
     def run_trial(trial: optuna.Trial) -> float:
-        started.append(trial.number)
         caught: list = []
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -374,7 +372,7 @@ def _tune(args) -> int:
         # with a traceback each.
         optuna.logging.set_verbosity(optuna.logging.CRITICAL)
         try:
-            interrupted = _optimize_until_ctrl_c(
+            interrupted = optimize_until_interrupted(
                 study,
                 run_trial,
                 n_trials=args.n_trials,
@@ -384,14 +382,6 @@ def _tune(args) -> int:
             )
         finally:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if interrupted:
-        # A Ctrl-C during a storage write can leave this process's trial
-        # RUNNING: it will never finish, so it is failed.
-        for number in started:
-            try:
-                study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
-            except (ValueError, RuntimeError):
-                pass
     elapsed = time.perf_counter() - tic
     code = _summarize(args, objective, study, n_before, elapsed, errors, interrupted)
     return EXIT_INTERRUPTED if interrupted else code
@@ -410,51 +400,6 @@ def _say_once(caught, said: dict) -> None:
             continue
         said[key] = True
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _optimize_until_ctrl_c(study, func, **kwargs) -> bool:
-    """``study.optimize``; return whether Ctrl-C stopped it.
-
-    The first Ctrl-C lets the running trial finish (its result is kept) and
-    stops the study: a KeyboardInterrupt raised at an arbitrary point could
-    land inside a storage write or while a storage lock is held. A second
-    Ctrl-C aborts the running trial. After a Ctrl-C, any exception out of
-    ``optimize`` counts as the interruption.
-    """
-    import signal
-    import threading
-
-    received: list[int] = []
-
-    def on_sigint(signum, frame):
-        received.append(signum)
-        if len(received) > 1:
-            raise KeyboardInterrupt
-        try:
-            print(
-                "\nCtrl-C: stopping after the running trial (Ctrl-C again to "
-                "abort it).",
-                file=sys.stderr,
-                flush=True,
-            )
-            study.stop()
-        except RuntimeError:  # Not inside optimize's loop, or output busy.
-            raise KeyboardInterrupt from None
-
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
-    try:
-        study.optimize(func, **kwargs)
-    except KeyboardInterrupt:
-        return True
-    except Exception:
-        if not received:
-            raise
-        return True
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, previous)
-    return bool(received)
 
 
 def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -> int:
