@@ -28,8 +28,18 @@ class AlphaSeedingBackend(Backend):
     Runs :class:`~sklearn_ext.svm.AlphaSeededSVC` and scikit-learn's
     :class:`~sklearn.svm.SVC` (whose parameters an ``AlphaSeededSVC`` takes
     over; the fold models are ``AlphaSeededSVC`` instances). All folds share one
-    kernel store. Folds are solved one after the other since each seeds the
-    next, so ``n_jobs`` is not used. ``LeafResult.n_samples_fed`` is the fold's
+    kernel store. The folds, in leaf order, are cut into as many contiguous
+    seeding chains as ``n_jobs`` asks, each fold seeded from the previous one
+    of its chain; the chains run in threads (the SMO loops and kernel reads
+    release the GIL, the dense matrix is shared read-only, column caches are
+    split so the memory budget holds). ``n_jobs=None`` (the default) uses
+    every thread the process may use (:func:`joblib.cpu_count`, capped by the
+    BLAS/OpenMP thread limit in force, so a joblib worker limited to one
+    thread runs one chain), never more chains than folds, and one chain below
+    1,000 rows; ``n_jobs=1`` runs one chain. Own threads rather than joblib:
+    the chains share one in-memory kernel store, which processes could not.
+    A chain's first fold starts cold, so results agree with one chain's within
+    ``tol``, not bit for bit. ``LeafResult.n_samples_fed`` is the fold's
     number of training rows and ``fit_time`` its seeding plus solving time.
     With ``probability=True`` (``SVC``'s included) each fold model also fits its
     own Platt sigmoids from an internal CV on its training rows (counted in

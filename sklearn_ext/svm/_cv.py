@@ -389,6 +389,7 @@ def is_native_scoring(scoring) -> bool:
         "scoring": [str, callable, list, tuple, set, dict, None],
         "return_estimator": ["boolean"],
         "random_state": [Integral],
+        "n_jobs": [Integral, None],
     },
 )
 def alpha_seeded_cv(
@@ -401,6 +402,7 @@ def alpha_seeded_cv(
     scoring=None,
     return_estimator: bool = False,
     random_state: int = 0,
+    n_jobs: int | None = None,
 ) -> dict[str, Any]:
     """k-fold CV of a kernel SVM, each fold's SMO seeded from the previous fold.
 
@@ -445,6 +447,13 @@ def alpha_seeded_cv(
     random_state : int, default=0
         Seed of SIR's random replacements (used only when an added chunk has no
         point of a removed support vector's label).
+    n_jobs : int, default=None
+        Seeding chains run in parallel threads: the folds are cut into this
+        many contiguous chains sharing the kernel store. ``None`` uses every
+        thread the process may use (see
+        :class:`~sklearn_ext.svm.AlphaSeedingBackend`); ``1`` one chain,
+        ``-1`` all CPUs. Each chain's first fold starts cold, so the results
+        agree with one chain's within ``tol``.
 
     Returns
     -------
@@ -485,4 +494,5 @@ def alpha_seeded_cv(
         scoring=scoring,
         method=backend,
         return_estimator=return_estimator,
+        n_jobs=n_jobs,
     )
