@@ -18,6 +18,7 @@ from sklearn_ext.svm._cv import (
     run_folds,
 )
 from sklearn_ext.svm._seeding import SEEDINGS
+from sklearn_ext.svm._warm_start import WarmStartStore, store_in_use
 
 __all__ = ["AlphaSeedingBackend"]
 
@@ -52,9 +53,12 @@ class AlphaSeedingBackend(Backend):
         :func:`~sklearn_ext.svm.alpha_seeded_cv`.
     random_state : int, default=0
         Seed of SIR's random replacements.
-    warm_start_store : WarmStartStore or WarmStartSession, default=None
+    warm_start_store : WarmStartStore, WarmStartSession, None or False, \
+            default=None
         A store of solutions shared across runs (cross-C warm starts); replaces
-        the estimator's own ``warm_start_store`` when given.
+        the estimator's own ``warm_start_store`` when given. ``False`` runs
+        without a store, and declines the one a search or a study would give
+        (see :meth:`default_store`).
 
     Notes
     -----
@@ -120,6 +124,22 @@ class AlphaSeedingBackend(Backend):
             )
         return AlphaSeedingBackend(self.seeding, self.random_state, store)
 
+    def default_store(self, estimator) -> WarmStartStore | None:
+        """A new :class:`WarmStartStore` for a search or a study, unless one is set.
+
+        Searches and Optuna studies over a kernel SVM run many CVs on the same
+        data at other values of ``C``: a store of their own gives each fold a
+        warm start from its solution at the nearest ``C`` already run, and
+        keeps the kernel matrix between runs. ``None`` when this backend or the
+        estimator already names a store, or opts out with
+        ``warm_start_store=False``.
+        """
+        if self.warm_start_store is not None:
+            return None
+        if getattr(estimator, "warm_start_store", None) is not None:
+            return None
+        return WarmStartStore()
+
     def run(self, task: CVTask) -> LeafTable:
         if task.fit_params:
             raise ValueError(
@@ -129,7 +149,7 @@ class AlphaSeedingBackend(Backend):
         model = as_alpha_seeded(task.estimator)
         if self.warm_start_store is not None:
             model.set_params(warm_start_store=self.warm_start_store)
-        with_store = model.warm_start_store is not None
+        with_store = store_in_use(model.warm_start_store) is not None
         # Accuracy is computed from the shared kernel store (the test rows'
         # kernel values are already there); other metrics go through the scorer.
         native = is_native_scoring(task.scoring)
