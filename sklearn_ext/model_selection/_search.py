@@ -617,6 +617,7 @@ def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext
         error_score=context.error_score,
     )
     plan = context.plan
+    _print_starts(context, parameters, progress, plan.n_splits)
     tic = time.time()
     try:
         table = backend.run(task)
@@ -701,18 +702,43 @@ def _candidate_columns(outcomes: list[_Outcome]) -> dict[str, list]:
     }
 
 
+def _progress_msg(verbose: int, split: int, n_splits: int, progress) -> str:
+    """The ``" 2/5; 1/4"`` of ``_fit_and_score``'s lines: split, then candidate."""
+    if verbose <= 2:
+        return ""
+    message = f" {split + 1}/{n_splits}"
+    if verbose > 9:
+        message += f"; {progress[0] + 1}/{progress[1]}"
+    return message
+
+
+def _params_msg(parameters) -> str:
+    return ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
+
+
+def _print_starts(context: _SearchContext, parameters, progress, n_splits) -> None:
+    """``GridSearchCV``'s START lines (``verbose > 9``), before the tree runs.
+
+    The tree trains a candidate's folds together, so all of them start here;
+    ``GridSearchCV`` prints each START just before its own fit.
+    """
+    if context.verbose <= 9:
+        return
+    params_msg = _params_msg(parameters)
+    for j in range(n_splits):
+        progress_msg = _progress_msg(context.verbose, j, n_splits, progress)
+        start_msg = f"[CV{progress_msg}] START {params_msg}"
+        print(f"{start_msg}{(80 - len(start_msg)) * '.'}")
+
+
 def _print_splits(context: _SearchContext, parameters, progress, splits) -> None:
     """``GridSearchCV``'s per-split lines (``verbose > 1``), after the tree ran."""
     verbose = context.verbose
     if verbose <= 1:
         return
-    params_msg = ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
+    params_msg = _params_msg(parameters)
     for j, split in enumerate(splits):
-        progress_msg = ""
-        if verbose > 2:
-            progress_msg = f" {j + 1}/{len(splits)}"
-            if verbose > 9:
-                progress_msg += f"; {progress[0] + 1}/{progress[1]}"
+        progress_msg = _progress_msg(verbose, j, len(splits), progress)
         end_msg = f"[CV{progress_msg}] END "
         result_msg = params_msg + (";" if params_msg else "")
         test, train = split["test_scores"], split.get("train_scores")
