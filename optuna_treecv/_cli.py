@@ -517,7 +517,7 @@ def _final_model(args, objective, study) -> None:
         f"{_regime_words(model)}."
     )
     if args.save_model is None:
-        print("  (--save-model PATH writes it to a file)")
+        print("  To keep it in a file: --save-model PATH.")
         return
     try:
         joblib.dump(model, args.save_model)

@@ -393,7 +393,7 @@ def test_final_model_is_built_without_saving(tmp_path, capsys):
     code, out, err = run(argv, capsys)
     assert code == 0, err
     assert "Final model: trial #" in out
-    assert "(--save-model PATH writes it to a file)" in out
+    assert "To keep it in a file: --save-model PATH." in out
 
 
 def test_memory_storage_has_no_dashboard_hint(tmp_path, capsys):
