@@ -38,6 +38,7 @@ from optuna_treecv import TreeCVObjective
 from sklearn_ext import TreeCVSearchCV, tree_cross_validate
 from sklearn_ext.model_selection import (
     ExactStatisticsBackend,
+    FoldPlan,
     StatisticsCache,
     TreeCVFallbackWarning,
     choose_backend,
@@ -638,3 +639,134 @@ def test_property_ridge_within_1e10(n_samples, n_splits, seed, alpha):
     y = X @ rng.normal(size=3) + rng.normal(size=n_samples)
     cv = lambda: KFold(n_splits, shuffle=True, random_state=seed % 97)  # noqa: E731
     _compare(Ridge(alpha=alpha), X, y, cv, exact=False)
+
+
+# -- discrete naive Bayes in stacked batches -----------------------------------------
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        MultinomialNB(alpha=0.5),
+        MultinomialNB(fit_prior=False),
+        ComplementNB(),
+        ComplementNB(norm=True),
+        BernoulliNB(binarize=6.0),
+        BernoulliNB(class_prior=[0.1, 0.2, 0.3, 0.4]),
+    ],
+    ids=["multinomial", "uniform-prior", "complement", "norm", "bernoulli", "prior"],
+)
+def test_batched_discrete_naive_bayes_equals_cross_validate(
+    counts, estimator, weighted, cv
+):
+    """Without fold models (no return_estimator) the folds are scored in batches."""
+    X, y = counts
+    if cv == "loo":
+        X, y = X[:24], y[:24]
+    params = {"sample_weight": _weights(len(y))} if weighted else None
+    leaves = []
+    ours = tree_cross_validate(
+        estimator,
+        X,
+        y,
+        cv=CVS[cv](),
+        fit_params=params,
+        leaf_callback=leaves.append,
+        method=ExactStatisticsBackend(cache=StatisticsCache(0)),  # cold
+    )
+    ref = cross_validate(estimator, X, y, cv=CVS[cv](), params=params)
+    assert ours["backend"] == "exact"
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    # Every leaf was streamed, in leaf order, with the statistics pass first.
+    assert [leaf.leaf for leaf in leaves] == list(range(len(ref["test_score"])))
+    assert [leaf.scores["score"] for leaf in leaves] == [
+        ours["test_score"][leaf.split] for leaf in leaves
+    ]
+    assert leaves[0].n_samples_fed == len(y)
+
+
+def test_batched_fold_lacking_a_class_drops_it():
+    """Leave-one-out of the only row of a class: that fold is made and scored alone."""
+    X, y = load_digits(n_class=3, return_X_y=True)
+    X, y = np.vstack([X[:30], X[-1:]]), np.append(y[:30] % 2, 2)
+    ours = tree_cross_validate(MultinomialNB(), X, y, cv=LeaveOneOut())
+    ref = cross_validate(MultinomialNB(), X, y, cv=LeaveOneOut())
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+def test_a_stopping_listener_stops_the_batched_run(counts):
+    X, y = counts
+    seen = []
+
+    def stop(leaf):
+        seen.append(leaf.split)
+        if len(seen) == 3:
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        tree_cross_validate(MultinomialNB(), X, y, cv=10, leaf_callback=stop)
+    assert len(seen) == 3
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n_samples=st.integers(6, 40),
+    n_splits=st.integers(2, 40),
+    seed=st.integers(0, 2**31 - 1),
+    kind=st.sampled_from(["multinomial", "complement", "bernoulli"]),
+)
+def test_property_batched_log_likelihoods_are_the_fold_models(
+    n_samples, n_splits, seed, kind
+):
+    """The stacked joint log-likelihoods equal each fold model's, bit for bit."""
+    from sklearn_ext.model_selection import _exact
+
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(1.5, size=(n_samples, 5)).astype(float)
+    y = rng.integers(0, 3, size=n_samples)
+    estimator = {
+        "multinomial": MultinomialNB(alpha=rng.uniform(0.1, 2.0)),
+        "complement": ComplementNB(norm=bool(seed % 2)),
+        "bernoulli": BernoulliNB(binarize=1.0),
+    }[kind]
+    family = _exact._family(estimator)
+    X_seen, y_seen = family.prepare(estimator, X, y)
+    plan = FoldPlan.from_cv(
+        KFold(min(n_splits, n_samples), shuffle=True, random_state=seed % 89), X
+    )
+    stats = family.statistics(estimator, X_seen, y_seen, None, _exact._Chunks(plan))
+    leaves = np.arange(plan.n_splits)
+    counts, features, rows = stats.folds(leaves)
+    for size in np.unique(np.diff(plan.bounds)):
+        batch = leaves[(np.diff(plan.bounds) == size) & np.all(rows > 0, axis=1)]
+        if not batch.size:
+            continue
+        index = plan.sample_order[plan.bounds[batch][:, None] + np.arange(size)]
+        model = copy.copy(estimator)
+        model.n_features_in_ = X.shape[1]
+        jll = _exact._discrete_nb_jll(
+            model,
+            model._check_alpha(),
+            counts[batch],
+            features[batch],
+            X_seen[index],
+        )
+        for i, leaf in enumerate(batch):
+            fold = family.fold_model(copy.copy(estimator), stats, leaf, X.shape[1])
+            expected = fold._joint_log_likelihood(X_seen[plan.test_indices(leaf)])
+            assert_array_equal(jll[i], expected)
+
+
+def test_leave_one_out_plan_is_the_splitters():
+    """FoldPlan.from_cv knows LeaveOneOut's splits without asking for them."""
+
+    class Asked(LeaveOneOut):  # Not LeaveOneOut itself: its splits are asked for.
+        pass
+
+    X = np.zeros((7, 2))
+    known, asked = FoldPlan.from_cv(LeaveOneOut(), X), FoldPlan.from_cv(Asked(), X)
+    assert_array_equal(known.bounds, asked.bounds)
+    assert_array_equal(known.sample_order, asked.sample_order)
+    assert known.complement and asked.complement
+    for fold in range(7):
+        assert_array_equal(known.train_indices(fold), asked.train_indices(fold))

@@ -325,6 +325,68 @@ class _DiscreteNBStats:
             return self.classes, counts, features
         return self.classes[present], counts[present], features[present]
 
+    def folds(self, leaves: np.ndarray):
+        """:meth:`fold` of several leaves at once, stacked on a first axis.
+
+        Every class is kept (a fold without rows of a class has a zero row
+        count there); the subtraction is :meth:`fold`'s, element for element.
+        """
+        m = leaves.shape[0]
+        position = np.full(self.groups.ptr.shape[0] - 1, -1, dtype=np.intp)
+        position[leaves] = np.arange(m)
+        group_leaf = position[self.groups.chunk]
+        taken = np.flatnonzero(group_leaf >= 0)
+        at, klass = group_leaf[taken], self.groups.klass[taken]
+        features = np.repeat(self.features[None], m, axis=0)
+        features[at, klass] -= _dense_rows(self.group_features, taken)
+        counts = np.repeat(self.counts[None], m, axis=0)
+        counts[at, klass] -= self.group_counts[taken]
+        rows = np.repeat(self.rows[None], m, axis=0)
+        rows[at, klass] -= self.groups.n_rows[taken]
+        return counts, features, rows
+
+
+def _discrete_nb_jll(model, alpha, counts, features, X_test) -> np.ndarray:
+    """``_joint_log_likelihood`` of stacked fold models on stacked test rows.
+
+    ``counts`` is ``(m, c)``, ``features`` ``(m, c, d)`` and ``X_test``
+    ``(m, n_test, d)``: the operations of the estimator's
+    ``_update_feature_log_prob``, ``_update_class_log_prior`` and
+    ``_joint_log_likelihood``, element for element, each fold's product
+    a matrix product of the same shapes as ``predict``'s, so the values are
+    ``predict``'s bit for bit (tested against the fold-by-fold path).
+    """
+    name = type(model).__name__
+    n_classes = counts.shape[1]
+    if model.class_prior is not None:
+        prior = np.log(np.asarray(model.class_prior))[None, :]
+    elif model.fit_prior:
+        with np.errstate(divide="ignore"):
+            log_counts = np.log(counts)
+        prior = log_counts - np.log(counts.sum(axis=1))[:, None]
+    else:
+        prior = np.full((1, n_classes), -np.log(n_classes))
+    if name == "MultinomialNB":
+        smoothed_fc = features + alpha
+        smoothed_cc = smoothed_fc.sum(axis=2)
+        log_prob = np.log(smoothed_fc) - np.log(smoothed_cc[:, :, None])
+        return np.matmul(X_test, log_prob.transpose(0, 2, 1)) + prior[:, None, :]
+    if name == "ComplementNB":
+        comp_count = features.sum(axis=1)[:, None, :] + alpha - features
+        logged = np.log(comp_count / comp_count.sum(axis=2, keepdims=True))
+        log_prob = logged / logged.sum(axis=2, keepdims=True) if model.norm else -logged
+        jll = np.matmul(X_test, log_prob.transpose(0, 2, 1))
+        if n_classes == 1:
+            jll += prior[:, None, :]
+        return jll
+    smoothed_fc = features + alpha  # BernoulliNB
+    smoothed_cc = counts + alpha * 2
+    log_prob = np.log(smoothed_fc) - np.log(smoothed_cc[:, :, None])
+    neg_prob = np.log(1 - np.exp(log_prob))
+    jll = np.matmul(X_test, (log_prob - neg_prob).transpose(0, 2, 1))
+    jll += (prior + neg_prob.sum(axis=2))[:, None, :]
+    return jll
+
 
 class _GaussianNBStats:
     """Per-class weighted sums of shifted values and squares; all-row moments."""
@@ -1294,6 +1356,19 @@ class ExactStatisticsBackend(Backend):
                 minlength=chunks.n_chunks * n_classes,
             ).reshape(chunks.n_chunks, n_classes)
             class_rows = chunk_rows.sum(axis=0)
+        if (
+            native
+            and isinstance(family, _DiscreteNB)
+            and not task.return_estimator
+            and not sp.issparse(X)
+            and (
+                type(prototype).__name__ != "BernoulliNB"
+                or np.ndim(prototype.alpha) == 0
+            )
+        ):
+            return _run_discrete_nb(
+                task, family, prototype, stats, X, hit, pending_time
+            )
         leaves = []
         for leaf in range(task.plan.n_splits):
             tic = time.perf_counter()
@@ -1380,6 +1455,93 @@ def _fit_fold(task: CVTask, prototype, leaf: int):
     """A fold the statistics cannot make (fewer than two classes): ``fit`` it."""
     X, y, params = task.rows(task.plan.train_indices(leaf))
     return clone(prototype).fit(X, y, **params)
+
+
+def _run_discrete_nb(task, family, prototype, stats, X, hit, pending_time):
+    """Every fold of a discrete naive Bayes run, scored in stacked batches.
+
+    No fitted estimator is built per fold (none is returned): the folds'
+    counts are stacked, and their log-probabilities and the held-out rows'
+    joint log-likelihoods computed a batch of folds at a time, each fold's
+    held-out rows in one matrix product, as ``predict`` computes them (folds
+    of equal test size share a batch). A fold lacking a class (whose model
+    drops it, as ``fit`` does) is made and scored on its own.
+    """
+    plan = task.plan
+    k = plan.n_splits
+    tic = time.perf_counter()
+    checked = copy.copy(prototype)
+    checked.n_features_in_ = X.shape[1]
+    alpha = checked._check_alpha()
+    scores = np.empty(k)
+    sizes = np.diff(plan.bounds)
+    classes = stats.classes
+    n_classes, n_features = stats.features.shape
+    per_batch = max(1, 2**20 // max(1, n_classes * n_features))
+    y = task.y
+    alone = []
+    for size in np.unique(sizes):
+        same = np.flatnonzero(sizes == size)
+        for start in range(0, same.shape[0], per_batch):
+            batch = same[start : start + per_batch]
+            counts, features, rows = stats.folds(batch)
+            full = np.all(rows > 0, axis=1)
+            alone.extend(batch[~full].tolist())
+            if not full.any():
+                continue
+            batch, counts, features = batch[full], counts[full], features[full]
+            index = plan.sample_order[plan.bounds[batch][:, None] + np.arange(size)]
+            jll = _discrete_nb_jll(prototype, alpha, counts, features, X[index])
+            predicted = classes[np.argmax(jll, axis=2)]
+            scores[batch] = np.mean(predicted == y[index], axis=1)
+    batch_time = time.perf_counter() - tic
+    fit_time = np.full(k, batch_time / k)
+    fit_time[0] += pending_time
+    score_time = np.zeros(k)
+    n_features_in = X.shape[1]
+    for leaf in alone:
+        tic = time.perf_counter()
+        model = family.fold_model(copy.copy(prototype), stats, leaf, n_features_in)
+        fit_time[leaf] += time.perf_counter() - tic
+        result, score_time[leaf] = _score_native(task, model, X, leaf)
+        scores[leaf] = result["score"]
+    fed = np.zeros(k, dtype=np.int64)
+    fed[0] = 0 if hit else plan.n_samples
+    return _leaf_columns(task, {"score": scores}, fed, fit_time, score_time, hit)
+
+
+def _leaf_columns(task, scores, fed, fit_time, score_time, hit) -> LeafTable:
+    """The table of leaves ``0 .. k-1`` from columns, each leaf emitted in turn.
+
+    A :class:`LeafResult` is made only for a listener (``task.on_leaf``).
+    """
+    plan = task.plan
+    k = plan.n_splits
+    if task.on_leaf is not None:
+        for leaf in range(k):
+            task.emit(
+                task.leaf_result(
+                    leaf,
+                    {name: float(values[leaf]) for name, values in scores.items()},
+                    fed[leaf],
+                    fit_time[leaf],
+                    score_time[leaf],
+                    None,
+                    {"statistics_hit": hit},
+                )
+            )
+    leaves = np.arange(k, dtype=np.intp)
+    return LeafTable(
+        split=plan.split_index[leaves].astype(np.intp),
+        leaf=leaves,
+        scores={
+            name: np.asarray(values, dtype=float) for name, values in scores.items()
+        },
+        n_samples_fed=np.asarray(fed, dtype=np.int64),
+        fit_time=np.asarray(fit_time, dtype=float),
+        score_time=np.asarray(score_time, dtype=float),
+        extras={"statistics_hit": [hit] * k},
+    )
 
 
 def _native_accuracy(task: CVTask) -> bool:
