@@ -770,3 +770,90 @@ def test_leave_one_out_plan_is_the_splitters():
     assert known.complement and asked.complement
     for fold in range(7):
         assert_array_equal(known.train_indices(fold), asked.train_indices(fold))
+
+
+# -- ridge: R^2 from the held-out chunk's moments, keys taken once per search ---------
+@pytest.mark.parametrize("offset", [0.0, 1e6])
+@pytest.mark.parametrize("two_targets", [False, True])
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize(
+    "estimator",
+    [Ridge(alpha=0.3), Ridge(alpha=30.0, fit_intercept=False), LinearRegression()],
+    ids=["ridge", "no-intercept", "ols"],
+)
+def test_r2_from_moments_equals_the_scorer(estimator, dense, two_targets, offset):
+    """The held-out R^2 from moments is r2_score of the predictions, to 1e-12."""
+    from sklearn_ext.model_selection import _exact
+
+    X, Y = make_regression(
+        n_samples=80, n_features=6, n_targets=2, noise=4.0, random_state=1
+    )
+    X, Y = X + 3.0, Y + offset
+    y = Y if two_targets else Y[:, 0]
+    X = X if dense else sparse.csr_matrix(X)
+    cv = KFold(4, shuffle=True, random_state=0)
+    ref = cross_validate(estimator, X, y, cv=cv, return_estimator=True)
+    plan = FoldPlan.from_cv(cv, X)
+    family = _exact._family(estimator)
+    X_seen, y_seen = family.prepare(estimator, X, y)
+    stats = family.statistics(estimator, X_seen, y_seen, None, _exact._Chunks(plan))
+    for leaf, model in enumerate(ref["estimator"]):
+        r2 = stats.held_out_r2(leaf, model.coef_, model.intercept_)
+        assert r2 is not None
+        expected = ref["test_score"][leaf]
+        assert abs(r2 - expected) < 1e-12 * max(1.0, abs(expected))
+
+
+def test_r2_from_moments_steps_aside_where_it_cannot_be_trusted():
+    """A constant held-out target, or terms far above the total sum of squares."""
+    from sklearn_ext.model_selection import _exact
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, 1))
+    # Two nearly equal columns: least squares coefficients of opposite sign and
+    # size 1e8, whose Gram quadratic form cancels.
+    X = np.hstack([base, base + 1e-9 * rng.normal(size=(40, 1))])
+    y = base[:, 0] + 0.1 * rng.normal(size=40)
+    y[:10] = 2.0  # The first chunk's target is constant.
+    cv = KFold(4)
+    plan = FoldPlan.from_cv(cv, X)
+    family = _exact._family(LinearRegression())
+    stats = family.statistics(
+        LinearRegression(), X, y.astype(float), None, _exact._Chunks(plan)
+    )
+    assert stats.held_out_r2(0, np.array([1.0, 0.0]), 0.0) is None
+    assert stats.held_out_r2(1, np.array([1e8, -1e8]), 0.0) is None
+    assert stats.held_out_r2(1, np.array([1.0, 0.0]), 0.0) is not None
+    ours = tree_cross_validate(Ridge(alpha=1e-12), X, y, cv=cv)
+    ref = cross_validate(Ridge(alpha=1e-12), X, y, cv=cv)
+    assert ours["backend"] == "exact"
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-6)
+
+
+def test_a_search_reads_the_data_once_for_its_keys(regression, monkeypatch):
+    """Every candidate of one fit reuses the digest of X; a new fit takes it again."""
+    from sklearn_ext.model_selection import _exact
+
+    X, Y = regression
+    X = X.copy()  # Writeable: not remembered across calls.
+    digested = []
+    digest = _exact._digest
+    monkeypatch.setattr(
+        _exact, "_digest", lambda a: digested.append(a.shape) or digest(a)
+    )
+    grid = {"alpha": [0.1, 1.0, 10.0, 100.0]}
+    backend = ExactStatisticsBackend(cache=StatisticsCache())
+    search = TreeCVSearchCV(Ridge(), grid, cv=5, method=backend, refit=False)
+    search.fit(X, Y)
+    assert digested.count(X.shape) == 1
+    X[0, 0] += 1.0  # Changed between two fits: a new digest, a new entry.
+    search.fit(X, Y)
+    assert digested.count(X.shape) == 2
+    assert (backend.cache.misses, backend.cache.hits) == (2, 6)
+    ref = GridSearchCV(Ridge(), grid, cv=KFold(5), refit=False).fit(X, Y)
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        ref.cv_results_["mean_test_score"],
+        rtol=0,
+        atol=1e-10,
+    )

@@ -17,6 +17,8 @@ Optuna study's trials) computes them once per data set and fold plan.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import functools
 import hashlib
@@ -183,15 +185,53 @@ def _nbytes(value) -> int:
 
 _DIGESTS: dict[int, tuple[weakref.ref, tuple, bytes]] = {}
 _DIGEST_LOCK = threading.Lock()
+_DIGEST_SCOPE: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "exact_digest_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def digest_scope():
+    """Within it, each array's digest is taken once and reused.
+
+    One call that runs many candidates on the same data (a search's ``fit``)
+    runs them in one scope: the data does not change during the call, so
+    ``X`` is read once per call rather than once per candidate. The scope
+    holds the arrays it has digested until it ends; it is not seen by other
+    threads or processes, which digest again (the same digest).
+    """
+    token = _DIGEST_SCOPE.set({})
+    try:
+        yield
+    finally:
+        _DIGEST_SCOPE.reset(token)
+
+
+def _layout(array) -> tuple:
+    if sp.issparse(array):
+        return (array.format, array.shape, id(array.data), id(array.indices))
+    return (array.ctypes.data, array.shape, array.strides, array.dtype.str)
 
 
 def _array_digest(array) -> bytes:
     """A sha256 of an array's dtype, shape and values (of a CSR matrix's parts)."""
+    scope = _DIGEST_SCOPE.get()
+    if scope is None or not (isinstance(array, np.ndarray) or sp.issparse(array)):
+        return _digest(array)
+    known = scope.get(id(array))
+    if known is not None and known[0] is array and known[1] == _layout(array):
+        return known[2]
+    digest = _digest(array)
+    scope[id(array)] = (array, _layout(array), digest)
+    return digest
+
+
+def _digest(array) -> bytes:
     if sp.issparse(array):
         array = array.tocsr()
         h = hashlib.sha256(f"csr{array.shape}".encode())
         for part in (array.data, array.indices, array.indptr):
-            h.update(_array_digest(part))
+            h.update(_digest(part))
         return h.digest()
     array = np.asarray(array)
     remembered = (
@@ -690,13 +730,30 @@ class _GramStats:
             Xw = sp.diags(root_w) @ Xs if self.sparse else Xs * root_w[:, None]
             Yw = Y * root_w[:, None]
         self._Xw, self._Yw = Xw, Yw
+        # With unit weights and the chunk Grams kept, each chunk's residual sum
+        # of squares under any coefficients follows from its moments (see
+        # held_out_r2), so scoring R^2 reads no row.
+        self.moments = weights is None and self.keep_grams
         if self.keep_grams:
             self.chunk_gram = np.empty((k, n_features, n_features))
             self.chunk_xy = np.empty((k, n_features, Y.shape[1]))
+            if self.moments:
+                self.chunk_y_mean = np.empty((k, Y.shape[1]))
+                self.chunk_u_sum = np.empty((k, Y.shape[1]))
+                self.chunk_uu = np.empty((k, Y.shape[1]))
+                self.chunk_xu = np.empty((k, n_features, Y.shape[1]))
             for chunk in range(k):
-                self.chunk_gram[chunk], self.chunk_xy[chunk] = self._chunk_products(
-                    chunk
-                )
+                rows = self.chunks.rows(chunk)
+                Xc, Yc = Xw[rows], Yw[rows]
+                self.chunk_gram[chunk] = _dense(Xc.T @ Xc)
+                self.chunk_xy[chunk] = _dense(Xc.T @ Yc)
+                if self.moments:
+                    mean = Yc.mean(axis=0)
+                    U = Yc - mean
+                    self.chunk_y_mean[chunk] = mean
+                    self.chunk_u_sum[chunk] = U.sum(axis=0)
+                    self.chunk_uu[chunk] = np.einsum("ij,ij->j", U, U)
+                    self.chunk_xu[chunk] = _dense(Xc.T @ U)
             self.gram = self.chunk_gram.sum(axis=0)
             self.xy = self.chunk_xy.sum(axis=0)
             # The rows are not needed again: the cache holds statistics only.
@@ -752,6 +809,45 @@ class _GramStats:
         with self._fold_lock:
             self._folds[leaf] = solved
         return solved
+
+    def held_out_r2(self, leaf: int, coef, intercept) -> float | None:
+        """R^2 of a linear model on the rows chunk ``leaf`` holds out, or None.
+
+        With ``u = y - mean(y)`` over the chunk and ``e`` the prediction's
+        offset from that mean, the residual sum of squares is
+        ``u'u - 2 b'X'u + b'X'X b + 2 e b'sum(X) - 2 e sum(u) + n e^2`` (``X``
+        shifted), which needs only the chunk's moments. None (score from the
+        rows instead) where ``r2_score`` would not divide (fewer than two rows,
+        a constant target) or where the terms are so much larger than the
+        total and the residual sums of squares that their cancellation could
+        cost more than 1e-11 of the score (relative, for a score below -1).
+        """
+        n = self.chunk_w[leaf]
+        uu = self.chunk_uu[leaf]
+        if n < 2 or not np.all(uu > 0):
+            return None
+        B = np.atleast_2d(coef)
+        gram, xu = self.chunk_gram[leaf], self.chunk_xu[leaf]
+        sx = self.chunk_x[leaf]
+        offset = B @ self.shift + intercept - self.chunk_y_mean[leaf]
+        quad = np.einsum("jd,dj->j", B, gram @ B.T)
+        cross = np.einsum("jd,dj->j", B, xu)
+        along = B @ sx
+        u_sum = self.chunk_u_sum[leaf]
+        sse = uu - 2 * cross + quad + 2 * offset * along - 2 * offset * u_sum
+        sse = sse + n * offset * offset
+        magnitude = (
+            uu
+            + 2 * np.einsum("jd,dj->j", np.abs(B), np.abs(xu))
+            + np.einsum("jd,dj->j", np.abs(B), np.abs(gram) @ np.abs(B).T)
+            + 2 * np.abs(offset * along)
+            + 2 * np.abs(offset * u_sum)
+            + n * offset * offset
+        )
+        rounding = (B.shape[1] + np.sqrt(n)) * np.finfo(float).eps
+        if np.any(rounding * magnitude > 1e-11 * np.maximum(uu, sse)):
+            return None
+        return float(np.mean(1.0 - sse / uu))
 
 
 def _dense(value) -> np.ndarray:
@@ -1347,6 +1443,13 @@ class ExactStatisticsBackend(Backend):
             else task.scoring in (None, "r2")
         )
         least_squares = isinstance(family, _LeastSquares)
+        # R^2 (the regressors' default score) from the held-out chunk's moments.
+        moments_r2 = (
+            least_squares
+            and not isinstance(y, tuple)
+            and task.scoring in (None, "r2")
+            and stats.moments
+        )
         if least_squares and isinstance(y, tuple):
             labels, classes, _ = y
             index = np.searchsorted(classes, labels)
@@ -1401,7 +1504,16 @@ class ExactStatisticsBackend(Backend):
             elif native:
                 scores, score_time = _score_native(task, model, X, leaf)
             else:
-                scores, score_time = task.score(model, leaf)
+                tic = time.perf_counter()
+                r2 = (
+                    stats.held_out_r2(leaf, model.coef_, model.intercept_)
+                    if moments_r2
+                    else None
+                )
+                if r2 is None:
+                    scores, score_time = task.score(model, leaf)
+                else:
+                    scores, score_time = {"score": r2}, time.perf_counter() - tic
             result = task.leaf_result(
                 leaf,
                 scores,
