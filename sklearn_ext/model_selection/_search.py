@@ -36,6 +36,7 @@ from sklearn_ext.model_selection._backends import (
     summarize_extras,
 )
 from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._exact import digest_scope
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._regime import (
     fit_is_one_pass,
@@ -436,7 +437,8 @@ class TreeCVSearchCV(BaseSearchCV):
             )
             return results
 
-        self._run_search(evaluate_candidates)
+        with digest_scope():  # The data is read once for the statistics keys.
+            self._run_search(evaluate_candidates)
         self._warn_about_regime(regimes, all_candidate_params, base_estimator)
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
         if callable(self.scoring) and self.multimetric_:
