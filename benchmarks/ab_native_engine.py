@@ -1,10 +1,11 @@
-"""Two builds of the native engine side by side: interleaved medians in one run.
+"""Builds of the native engine side by side: interleaved medians in one run.
 
 Starts one worker per interpreter (each a virtual environment with its own
-build of ``sklearn_ext``, e.g. this checkout's and a reference commit's), lets
-each load the data once, then runs the workloads alternately, A then B, for
-``--repeats`` rounds, so both builds see the same machine state. Prints the
-median wall time of each workload per build and the ratio B / A.
+build of ``sklearn_ext``, e.g. a reference commit's and this checkout's), lets
+each load the data once, then runs each workload on every build in turn, for
+``--repeats`` rounds (the build that goes first rotates), so all builds see
+the same machine state. Prints the median wall time of each workload per
+build and its ratio to the first build's (A).
 
 Workloads (the engine parts of ``bench_loocv_covtype.py`` and ``bench_ssad.py``):
 
@@ -12,13 +13,14 @@ Workloads (the engine parts of ``bench_loocv_covtype.py`` and ``bench_ssad.py``)
   Covertype rows (class 1 vs rest, standardised, lambda = 1e-6) by
   ``tree_cross_validate`` on the native tree;
 - ``ssad-warm``, ``ssad-cold``: 10-fold ``tree_cross_validate`` of the SSAD
-  detector on the 20,000-row ForestCover anomaly sample, summed over the four
-  grid points of ``bench_ssad.py`` (three times over), with the random features cached (warm) or
-  recomputed (cold).
+  detector on the 20,000-row ForestCover anomaly sample, over the four grid
+  points of ``bench_ssad.py`` three times, with the random features cached
+  (warm) or recomputed (cold).
 
 Not run by ``make bench`` (it needs a second build). Usage::
 
-    python benchmarks/ab_native_engine.py A_PYTHON B_PYTHON [--repeats 7]
+    python benchmarks/ab_native_engine.py A_PYTHON B_PYTHON [C_PYTHON ...]
+        [--repeats 7]
         [--workloads loocv-fixed,loocv-randomized,ssad-warm,ssad-cold]
 """
 
@@ -125,14 +127,18 @@ def _worker(names: list[str]) -> None:
 # -- driver ------------------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a_python", help="interpreter of build A (the reference)")
-    parser.add_argument("b_python", help="interpreter of build B (the candidate)")
+    parser.add_argument(
+        "pythons",
+        nargs="+",
+        help="interpreters of the builds; the first is the reference (A)",
+    )
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     args = parser.parse_args()
     names = args.workloads.split(",")
+    labels = [chr(ord("A") + i) for i in range(len(args.pythons))]
     workers = {}
-    for label, python in (("A", args.a_python), ("B", args.b_python)):
+    for label, python in zip(labels, args.pythons, strict=True):
         workers[label] = subprocess.Popen(
             [python, __file__, "--worker", ",".join(names)],
             stdin=subprocess.PIPE,
@@ -146,8 +152,8 @@ def main() -> None:
     values = {}
     print(f"load average before: {os.getloadavg()}", flush=True)
     for round_ in range(args.repeats):
-        # Alternate which build goes first, so neither always runs second.
-        order = ("A", "B") if round_ % 2 == 0 else ("B", "A")
+        # Rotate which build goes first, so that none always runs in one slot.
+        order = labels[round_ % len(labels) :] + labels[: round_ % len(labels)]
         for name in names:
             for label in order:
                 worker = workers[label]
@@ -161,17 +167,22 @@ def main() -> None:
         worker.stdin.close()
         worker.wait()
     print(f"load average after: {os.getloadavg()}")
-    print(f"A = {args.a_python}\nB = {args.b_python}")
-    print(f"{'workload':<20}{'A median s':>12}{'B median s':>12}{'B / A':>8}  same")
+    for label, python in zip(labels, args.pythons, strict=True):
+        print(f"{label} = {python}")
+    header = f"{'workload':<20}" + "".join(
+        f"{label + ' median s':>13}" for label in labels
+    )
+    header += "".join(f"{label + ' / A':>8}" for label in labels[1:]) + "  same"
+    print(header)
     for name in names:
-        a = statistics.median(times["A", name])
-        b = statistics.median(times["B", name])
-        same = values["A", name] == values["B", name]
-        print(f"{name:<20}{a:>12.3f}{b:>12.3f}{b / a:>8.3f}  {same}")
-        print(
-            f"{'':<20}A: {' '.join(f'{t:.3f}' for t in times['A', name])}\n"
-            f"{'':<20}B: {' '.join(f'{t:.3f}' for t in times['B', name])}"
-        )
+        medians = [statistics.median(times[label, name]) for label in labels]
+        same = all(values[label, name] == values["A", name] for label in labels)
+        line = f"{name:<20}" + "".join(f"{m:>13.3f}" for m in medians)
+        line += "".join(f"{m / medians[0]:>8.3f}" for m in medians[1:])
+        print(f"{line}  {same}")
+        for label in labels:
+            runs = " ".join(f"{t:.3f}" for t in times[label, name])
+            print(f"{'':<20}{label}: {runs}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 # A model state is one flat array of ``n_state`` doubles: the walker copies a node's
 # model with one memcpy and never looks inside it. A kernel subclasses NativeModel,
 # holds its training data (pointers into arrays it keeps alive) and implements the
-# nogil methods below (``finite`` has an exact default that a kernel may speed up).
+# three nogil methods below.
 
 cdef class NativeModel:
     # Doubles per model state.
@@ -19,8 +19,6 @@ cdef class NativeModel:
     cdef void feed(
         self, double* state, const Py_ssize_t* rows, Py_ssize_t n_rows
     ) noexcept nogil
-    # False when the state holds infinity or NaN (training overflowed float64).
-    cdef bint finite(self, const double* state) noexcept nogil
     # Doubles of scratch that score() needs for a leaf of n_rows rows.
     cdef Py_ssize_t score_work_size(self, Py_ssize_t n_rows) noexcept nogil
     # The score of the model in state on the held-out rows[0 .. n_rows).

@@ -69,10 +69,8 @@ cdef class NativeModel:
     Subclasses set ``n_state`` (doubles per model state) and ``scores_leaves``
     in ``__init__``, override :meth:`new_state`, and implement the C methods
     ``feed`` (rows into a state, in place), ``score_work_size`` and ``score``
-    (a state's score on held-out rows) declared in ``_tree.pxd``. They run
-    without the GIL, on data the kernel keeps alive itself. ``finite`` (no
-    infinity or NaN in a state) scans the whole state; a kernel that knows a
-    cheaper exact test may override it.
+    (a state's score on held-out rows) declared in ``_tree.pxd``. All three
+    run without the GIL, on data the kernel keeps alive itself.
     """
 
     def new_state(self):
@@ -83,9 +81,6 @@ cdef class NativeModel:
         self, double* state, const Py_ssize_t* rows, Py_ssize_t n_rows
     ) noexcept nogil:
         pass
-
-    cdef bint finite(self, const double* state) noexcept nogil:
-        return all_finite(state, self.n_state)
 
     cdef Py_ssize_t score_work_size(self, Py_ssize_t n_rows) noexcept nogil:
         return 0
@@ -310,7 +305,7 @@ def run_subtree(
                 fit_time[s] = train
                 fed = 0
                 train = 0.0
-                if not model.finite(&levels[b, 0]):
+                if not all_finite(&levels[b, 0], L):
                     with gil:
                         if stop[0] == 0:
                             error = NonFiniteState(s, levels_arr[b].copy())
