@@ -134,11 +134,16 @@ class TreeCVObjective:
         ``n_samples`` (``sample_weight``, the ``labeled`` mask of
         :class:`~sklearn_ext.SemiSupervisedAnomalyDetector`) are restricted to
         the rows fed.
-    warm_start_store : object, default=None
+    warm_start_store : object, None or False, default=None
         A store shared by all trials (threads of ``study.optimize(n_jobs=...)``
         included), handed to the backend with
         ``choose_backend(..., store=...)``; a backend that keeps no store
-        refuses it when the objective is built. Each trial gets its own
+        refuses it when the objective is built. ``None`` takes the store of
+        its own that the trials' backend offers
+        (:meth:`~sklearn_ext.model_selection.Backend.default_store`: for a
+        kernel SVM a :class:`~sklearn_ext.svm.WarmStartStore`, so cross-C warm
+        starts are on by default), made at the first trial and kept by this
+        objective; ``False`` runs every trial without a store. Each trial gets its own
         ``warm_start_store.session()`` when the store has one, and a store
         with a ``publish(trial, session)`` method is asked to publish the
         trial's additions once the trial is complete. Today that is the
@@ -258,7 +263,7 @@ class TreeCVObjective:
                 f"None. Got {fit_params!r} instead."
             )
         self.fit_params = dict(fit_params or {})
-        if warm_start_store is not None:
+        if warm_start_store is not None and warm_start_store is not False:
             # The backend that will run the trials must keep such a store.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TreeCVFallbackWarning)
@@ -270,6 +275,8 @@ class TreeCVObjective:
                         f"cannot be used with {type(estimator).__name__}: {exc}"
                     ) from None
         self.warm_start_store = warm_start_store
+        # Stores of the trials' backends' own (warm_start_store=None), by class.
+        self._default_stores: dict[type, Any] = {}
         rng = check_random_state(random_state)
         self._seed = int(rng.randint(0, 2**31 - 1))
         self.fold_plan_: FoldPlan = make_fold_plan(
@@ -314,6 +321,10 @@ class TreeCVObjective:
         except ValueError as exc:
             raise ValueError(f"Cannot set params {params!r}: {exc}") from None
         store = self.warm_start_store
+        if store is None:
+            store = self._default_store(estimator)
+        elif store is False:
+            store = None
         session = (
             store.session() if callable(getattr(store, "session", None)) else store
         )
@@ -372,6 +383,17 @@ class TreeCVObjective:
         if publish is not None:
             publish(trial, session)
         return (mean, std) if multi else mean
+
+    def _default_store(self, estimator):
+        """The store the trial's backend offers, one per backend class."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TreeCVFallbackWarning)  # said by the run
+            backend = choose_backend(estimator, self.backend)
+        kind = type(backend)
+        if kind not in self._default_stores:
+            # setdefault: threads racing on the first trial keep one store.
+            self._default_stores.setdefault(kind, backend.default_store(estimator))
+        return self._default_stores[kind]
 
     # -- study identity -------------------------------------------------------------
     def check_study(self, study: optuna.Study) -> dict[str, Any]:

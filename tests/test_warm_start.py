@@ -9,13 +9,17 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_classification
+from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.preprocessing import scale
+from sklearn.svm import SVC
 
 from sklearn_ext import FoldPlan, TreeCVSearchCV
+from sklearn_ext.model_selection import choose_backend
 from sklearn_ext.model_selection._search import warm_start_order
 from sklearn_ext.svm import (
     AlphaSeededSVC,
+    AlphaSeedingBackend,
     WarmStartStore,
     alpha_seeded_cv,
     svm_c_path_cv,
@@ -256,12 +260,14 @@ def test_c_path_table_is_the_search_table(separable):
     res = svm_c_path_cv(AlphaSeededSVC(gamma=0.1), X, y, Cs, cv=4)
     search = TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": Cs}, cv=4).fit(X, y)
     table = search.cv_results_
-    # Both tables carry the backend's extras; the path's store adds its own.
-    assert {"n_iter", "seed_time"} <= set(table)
+    # Both tables carry the backend's extras, warm starts included (the
+    # search's own store, since cross-C warm starts are on by default).
     extra = {"warm_start_seed", "warm_start_hits", "warm_start_skips"}
-    assert set(res) - extra == set(table)
+    assert {"n_iter", "seed_time"} | extra <= set(table)
+    assert set(res) == set(table)
     assert res["params"] == table["params"] and list(res["param_C"]) == Cs
     assert_array_equal(res["n_samples_fed"], table["n_samples_fed"])
+    assert_array_equal(res["warm_start_hits"], table["warm_start_hits"])
     for f in range(4):
         assert_allclose(res[f"split{f}_test_score"], table[f"split{f}_test_score"])
     assert_array_equal(res["rank_test_score"], table["rank_test_score"])
@@ -530,3 +536,78 @@ def test_fits_in_processes_through_a_shared_store():
         results = pool.map(_fit_in_store_star, [(X, y, store, *fit) for fit in fits])
     for gap, tol in results:
         assert gap <= tol * (1 + 1e-9) + 1e-9
+
+
+def test_bounded_store_in_bytes(noisy):
+    X, y = noisy
+    one = 2 * 8 * X.shape[0]  # alpha and gradient, float64, over all rows
+    store = WarmStartStore(max_bytes=2 * one)
+    for gamma in (0.1, 0.2, 0.3):
+        AlphaSeededSVC(C=1.0, gamma=gamma, warm_start_store=store).fit(X, y)
+    assert len(store) == 2 and store.nbytes == 2 * one
+    # The problem stored last is kept even when it alone exceeds the bound.
+    tiny = WarmStartStore(max_bytes=1)
+    AlphaSeededSVC(C=1.0, warm_start_store=tiny).fit(X, y)
+    AlphaSeededSVC(C=1.0, gamma=0.3, warm_start_store=tiny).fit(X, y)
+    assert len(tiny) == 1 and tiny.nbytes == one
+    with pytest.raises(ValueError, match="'max_bytes' parameter of WarmStartStore"):
+        WarmStartStore(max_bytes=0)
+
+
+@pytest.mark.parametrize(
+    "estimator", [AlphaSeededSVC(gamma=0.05), SVC(gamma=0.05)], ids=["ours", "SVC"]
+)
+def test_search_warm_starts_by_default(separable, estimator):
+    X, y = separable
+    grid = {"C": [64.0, 1.0, 16.0, 4.0, 0.25]}
+    search = TreeCVSearchCV(estimator, grid, cv=5).fit(X, y)
+    res = search.cv_results_
+    # The candidates ran by increasing C on a store of the search's own: all
+    # but the smallest C start (at least their first fold) from a stored one.
+    hits = res["warm_start_hits"]
+    smallest = grid["C"].index(0.25)
+    assert hits[smallest] == 0 and np.all(np.delete(hits, smallest) >= 1)
+    assert res["warm_start_skips"].sum() > 0
+    # Same scores as without warm starts; the store is not left behind.
+    if isinstance(estimator, SVC):
+        method = AlphaSeedingBackend(warm_start_store=False)
+        cold = TreeCVSearchCV(estimator, grid, cv=5, method=method).fit(X, y)
+    else:
+        cold = TreeCVSearchCV(
+            clone(estimator).set_params(warm_start_store=False), grid, cv=5
+        ).fit(X, y)
+    assert "warm_start_hits" not in cold.cv_results_
+    assert_allclose(res["mean_test_score"], cold.cv_results_["mean_test_score"])
+    assert search.best_params_ == cold.best_params_
+    # The refit borrowed the search's store (its kernel) and gave it back.
+    assert search.best_estimator_.get_params().get("warm_start_store") is None
+    assert_allclose(
+        search.best_estimator_.decision_function(X),
+        cold.best_estimator_.decision_function(X),
+        atol=1e-3,
+    )
+    assert estimator.get_params().get("warm_start_store") is None
+
+
+def test_search_keeps_the_users_store(separable):
+    X, y = separable
+    store = WarmStartStore()
+    search = TreeCVSearchCV(
+        AlphaSeededSVC(gamma=0.05, warm_start_store=store), {"C": CS}, cv=3
+    ).fit(X, y)
+    assert search.cv_results_["warm_start_hits"].sum() > 0
+    assert len(store) == 3 * len(CS) + 1  # every fold at every C, and the refit
+    assert search.best_estimator_.warm_start_store is store
+
+
+def test_default_store_hook(separable):
+    backend = AlphaSeedingBackend()
+    assert isinstance(backend.default_store(AlphaSeededSVC()), WarmStartStore)
+    assert isinstance(backend.default_store(SVC()), WarmStartStore)
+    assert backend.default_store(AlphaSeededSVC(warm_start_store=False)) is None
+    assert (
+        backend.default_store(AlphaSeededSVC(warm_start_store=WarmStartStore())) is None
+    )
+    assert AlphaSeedingBackend(warm_start_store=False).default_store(SVC()) is None
+    # Other backends keep none.
+    assert choose_backend(SGDClassifier()).default_store(SGDClassifier()) is None

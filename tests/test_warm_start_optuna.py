@@ -22,6 +22,7 @@ from sklearn.svm import SVC
 
 from optuna_treecv import ArtifactWarmStartStore, StudyIdentityError, TreeCVObjective
 from optuna_treecv._warm_start import read_solutions, write_solutions
+from sklearn_ext.model_selection import choose_backend
 from sklearn_ext.svm import AlphaSeededSVC, WarmStartStore, alpha_seeded_cv
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -366,3 +367,30 @@ def test_standard_backend_fits_share_the_store(data):
     # The standard backend hands the store to each fold's fit; the second trial's
     # four folds start from the first trial's solutions.
     assert store.n_hits == 4
+
+
+def test_trials_warm_start_by_default(data):
+    X, y = data
+    Cs = [0.5, 2.0, 8.0, 32.0]
+    objective = TreeCVObjective(AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=4)
+    study = _study_with(Cs)
+    study.optimize(objective, n_trials=len(Cs))
+    attrs = [t.user_attrs["cv"] for t in study.trials]
+    # The objective's own store: every trial after the first starts from one.
+    assert attrs[0]["warm_start_hits"] == 0
+    assert all(a["warm_start_hits"] >= 1 for a in attrs[1:])
+    assert sum(a["warm_start_skips"] for a in attrs) > 0
+    off = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=4, warm_start_store=False
+    )
+    cold = _study_with(Cs)
+    cold.optimize(off, n_trials=len(Cs))
+    assert all("warm_start_hits" not in t.user_attrs["cv"] for t in cold.trials)
+    assert_allclose(
+        [t.value for t in study.trials], [t.value for t in cold.trials], atol=1e-12
+    )
+    # A learner whose backend keeps no store runs as before.
+    sgd = SGDClassifier(random_state=0)
+    plain = TreeCVObjective(sgd, {"alpha": SPACE["C"]}, X, y, backend="standard")
+    optuna.create_study(direction="maximize").optimize(plain, n_trials=1)
+    assert plain._default_stores == {type(choose_backend(sgd, "standard")): None}

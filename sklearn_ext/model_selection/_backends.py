@@ -343,6 +343,19 @@ class Backend(ABC):
         backend.store = store
         return backend
 
+    def default_store(self, estimator):
+        """A store of its own for one search or one study, or ``None``.
+
+        :class:`~sklearn_ext.TreeCVSearchCV` (once per ``fit``) and
+        ``TreeCVObjective`` (once per objective) ask the backend that runs
+        ``estimator`` for it when the user gave no store, and hand it to every
+        run with :meth:`with_store`. ``None`` (the default) means none: only
+        backends whose runs gain from each other's work return one (the
+        ``alpha_seeding`` backend's :class:`~sklearn_ext.svm.WarmStartStore`,
+        cross-C warm starts).
+        """
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

@@ -36,6 +36,7 @@ from sklearn_ext.model_selection._backends import (
     summarize_extras,
 )
 from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._exact import digest_scope
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._regime import (
     fit_is_one_pass,
@@ -86,11 +87,15 @@ class TreeCVSearchCV(BaseSearchCV):
     cv=<the same folds>)`` gives ``best_score_``. ``method="standard"`` scores
     the learner's own ``fit`` instead (k independent fits).
 
-    For a kernel SVM holding a :class:`~sklearn_ext.svm.WarmStartStore`
-    (``AlphaSeededSVC(warm_start_store=...)``), candidates that differ only in
-    ``C`` run by increasing ``C``, each fold starting from its solution at the
-    previous ``C`` (or skipped exactly); ``cv_results_`` keeps the candidates'
-    own order.
+    A kernel SVM (:class:`~sklearn_ext.svm.AlphaSeededSVC`, ``SVC``) gets
+    cross-C warm starts by default: the search gives its candidates a
+    :class:`~sklearn_ext.svm.WarmStartStore` of its own (unless the estimator
+    holds one, or opts out with ``warm_start_store=False``), candidates that
+    differ only in ``C`` run by increasing ``C``, each fold starting from its
+    solution at the previous ``C`` (or skipped exactly), and the refit reuses
+    the kernel matrix. ``cv_results_`` keeps the candidates' own order, and
+    its ``warm_start_hits`` column counts the warm starts. The store lives as
+    long as ``fit`` (see ``Backend.default_store``).
 
     Parameters
     ----------
@@ -334,7 +339,10 @@ class TreeCVSearchCV(BaseSearchCV):
         score_params = dict(routed.scorer.score)
         groups = routed.splitter.split.get("groups")
 
-        X_cv, y_cv = _validate_data(X, y, as_given=_rows_as_given(self))
+        backend = _base_backend(self)
+        X_cv, y_cv = _validate_data(
+            X, y, as_given=isinstance(backend, PythonTreeBackend | StandardBackend)
+        )
         cv = self.cv
         if not isinstance(cv, numbers.Integral | FoldPlan) and not hasattr(cv, "split"):
             from sklearn.model_selection import check_cv
@@ -356,6 +364,9 @@ class TreeCVSearchCV(BaseSearchCV):
             else None
         )
         base_estimator = clone(self.estimator)
+        # One store for all candidates (e.g. cross-C warm starts), unless the
+        # estimator brings its own or opts out; it lives as long as this fit.
+        store = None if backend is None else backend.default_store(base_estimator)
         context = _SearchContext(
             X=X_cv,
             y=y_cv,
@@ -369,6 +380,7 @@ class TreeCVSearchCV(BaseSearchCV):
             return_train_score=self.return_train_score,
             error_score=self.error_score,
             verbose=self.verbose,
+            store=None if store is None else (type(backend), store),
         )
         regimes: list[str] = []
         all_candidate_params: list[dict] = []
@@ -387,7 +399,9 @@ class TreeCVSearchCV(BaseSearchCV):
                     f"Fitting {n_splits} folds for each of {n_candidates} candidates,"
                     f" totalling {n_candidates * n_splits} fits"
                 )
-            order = warm_start_order(self.estimator, candidate_params)
+            order = warm_start_order(
+                self.estimator, candidate_params, store=store is not None
+            )
             ran = parallel(
                 delayed(_evaluate_candidate)(
                     clone(base_estimator).set_params(
@@ -423,7 +437,8 @@ class TreeCVSearchCV(BaseSearchCV):
             )
             return results
 
-        self._run_search(evaluate_candidates)
+        with digest_scope():  # The data is read once for the statistics keys.
+            self._run_search(evaluate_candidates)
         self._warn_about_regime(regimes, all_candidate_params, base_estimator)
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
         if callable(self.scoring) and self.multimetric_:
@@ -450,12 +465,17 @@ class TreeCVSearchCV(BaseSearchCV):
                 if type(wrapped) is not type(model):
                     refit_params = stream_params  # the wrapper's fit is partial_fit
                 model = wrapped
+            lend = store is not None and _takes_store(model)
+            if lend:  # the refit reuses what the search kept (the kernel)
+                model.set_params(warm_start_store=store)
             tic = time.time()
             if y is None:
                 model.fit(X, **refit_params)
             else:
                 model.fit(X, y, **refit_params)
             self.refit_time_ = time.time() - tic
+            if lend:
+                model.set_params(warm_start_store=None)
             self.best_estimator_ = model
             if hasattr(model, "feature_names_in_"):
                 self.feature_names_in_ = model.feature_names_in_
@@ -468,20 +488,26 @@ class TreeCVSearchCV(BaseSearchCV):
         return self
 
 
-def _rows_as_given(search) -> bool:
-    """Whether the candidates' backend takes ``X`` as given (not a finite array).
+def _base_backend(search) -> Backend | None:
+    """The backend the search's own estimator would run with, if any.
 
-    The Python tree and the standard backend hand rows to the estimator, which
-    checks them itself (text pipelines, NaN-aware learners); the native
-    engines need a finite array.
+    It says whether the candidates take ``X`` as given (the Python tree and
+    the standard backend hand rows to the estimator, which checks them itself:
+    text pipelines, NaN-aware learners; the native engines need a finite
+    array) and gives the search's default store.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # said again, once, by the candidates' run
         try:
-            backend = choose_backend(search.estimator, search.method)
+            return choose_backend(search.estimator, search.method)
         except (TypeError, ValueError):
-            return False
-    return isinstance(backend, PythonTreeBackend | StandardBackend)
+            return None
+
+
+def _takes_store(model) -> bool:
+    """Whether ``model`` has a ``warm_start_store`` parameter left at ``None``."""
+    params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
+    return "warm_start_store" in params and params["warm_start_store"] is None
 
 
 def _wants_classes(estimator) -> bool:
@@ -490,19 +516,24 @@ def _wants_classes(estimator) -> bool:
     return is_classifier(estimator)
 
 
-def warm_start_order(estimator, candidates: list[dict]) -> list[int]:
+def warm_start_order(
+    estimator, candidates: list[dict], *, store: bool = False
+) -> list[int]:
     """The order to run ``candidates`` in: by increasing ``C`` within each group.
 
-    Only for an estimator with a ``warm_start_store`` (a parameter named so,
-    nested ones included): candidates that differ only in a parameter named
-    ``C`` (or ``*__C``) then run from the smallest ``C`` up, so that each
-    starts from the previous solution and the exact skip can apply. Groups
-    keep the order of their first candidate; otherwise the order is unchanged.
+    Only with a store (``store=True``: the search's own) or for an estimator
+    with a ``warm_start_store`` (a parameter named so, nested ones included,
+    not ``None`` or ``False``): candidates that differ only in a parameter
+    named ``C`` (or ``*__C``) then run from the smallest ``C`` up, so that
+    each starts from the previous solution and the exact skip can apply.
+    Groups keep the order of their first candidate; otherwise the order is
+    unchanged.
     """
     params = estimator.get_params() if hasattr(estimator, "get_params") else {}
-    has_store = any(
+    has_store = store or any(
         (name == "warm_start_store" or name.endswith("__warm_start_store"))
         and value is not None
+        and value is not False
         for name, value in params.items()
     )
     if not has_store:
@@ -538,6 +569,8 @@ class _SearchContext:
     return_train_score: bool
     error_score: Any
     verbose: int
+    #: The search's own store and the backend class that keeps it, or None.
+    store: tuple | None = None
 
 
 @dataclass
@@ -597,6 +630,8 @@ class _ScoredByScikitLearn:
 def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext):
     """Run one candidate's CV; ``_fit_and_score``-style results, one per split."""
     backend = choose_backend(estimator, context.method)
+    if context.store is not None and type(backend) is context.store[0]:
+        backend = backend.with_store(context.store[1], estimator)
     scored, regime = scored_estimator(estimator, backend, classes=context.classes)
     scoring = context.scorer
     user_scoring = context.scoring
@@ -617,6 +652,7 @@ def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext
         error_score=context.error_score,
     )
     plan = context.plan
+    _print_starts(context, parameters, progress, plan.n_splits)
     tic = time.time()
     try:
         table = backend.run(task)
@@ -701,18 +737,43 @@ def _candidate_columns(outcomes: list[_Outcome]) -> dict[str, list]:
     }
 
 
+def _progress_msg(verbose: int, split: int, n_splits: int, progress) -> str:
+    """The ``" 2/5; 1/4"`` of ``_fit_and_score``'s lines: split, then candidate."""
+    if verbose <= 2:
+        return ""
+    message = f" {split + 1}/{n_splits}"
+    if verbose > 9:
+        message += f"; {progress[0] + 1}/{progress[1]}"
+    return message
+
+
+def _params_msg(parameters) -> str:
+    return ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
+
+
+def _print_starts(context: _SearchContext, parameters, progress, n_splits) -> None:
+    """``GridSearchCV``'s START lines (``verbose > 9``), before the tree runs.
+
+    The tree trains a candidate's folds together, so all of them start here;
+    ``GridSearchCV`` prints each START just before its own fit.
+    """
+    if context.verbose <= 9:
+        return
+    params_msg = _params_msg(parameters)
+    for j in range(n_splits):
+        progress_msg = _progress_msg(context.verbose, j, n_splits, progress)
+        start_msg = f"[CV{progress_msg}] START {params_msg}"
+        print(f"{start_msg}{(80 - len(start_msg)) * '.'}")
+
+
 def _print_splits(context: _SearchContext, parameters, progress, splits) -> None:
     """``GridSearchCV``'s per-split lines (``verbose > 1``), after the tree ran."""
     verbose = context.verbose
     if verbose <= 1:
         return
-    params_msg = ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
+    params_msg = _params_msg(parameters)
     for j, split in enumerate(splits):
-        progress_msg = ""
-        if verbose > 2:
-            progress_msg = f" {j + 1}/{len(splits)}"
-            if verbose > 9:
-                progress_msg += f"; {progress[0] + 1}/{progress[1]}"
+        progress_msg = _progress_msg(verbose, j, len(splits), progress)
         end_msg = f"[CV{progress_msg}] END "
         result_msg = params_msg + (";" if params_msg else "")
         test, train = split["test_scores"], split.get("train_scores")

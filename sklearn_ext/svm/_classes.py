@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.utils._available_if import available_if
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import (
     _ovr_decision_function,
@@ -45,6 +45,7 @@ from sklearn_ext.svm._warm_start import (
     kernel_key,
     rows_fingerprint,
     seed_from_store,
+    store_in_use,
 )
 
 __all__ = ["AlphaSeededSVC"]
@@ -107,12 +108,15 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         float64 one only by the rounding of the kernel values. ``"auto"`` keeps
         float64 when the full matrix fits the budget in float64, float32 when it
         fits only in float32, and float64 columns otherwise.
-    warm_start_store : WarmStartStore or None, default=None
+    warm_start_store : WarmStartStore, None or False, default=None
         A :class:`~sklearn_ext.svm.WarmStartStore` shared by fits at other
         values of ``C`` (and by the ``alpha_seeding`` CV backend, fold by fold):
         a fit starts from the stored solution at the nearest ``C``, or is
         skipped exactly when a smaller ``C`` left no alpha at its bound, and
-        stores its own solution. Clones share the store.
+        stores its own solution. Clones share the store. With ``None`` a fit
+        keeps no store, but :class:`~sklearn_ext.TreeCVSearchCV` and
+        ``TreeCVObjective`` give their runs a store of their own (cross-C warm
+        starts by default); ``False`` declines that too.
     probability : bool, default=False
         Whether to enable :meth:`predict_proba` and :meth:`predict_log_proba`,
         as in :class:`sklearn.svm.SVC`: :meth:`fit` first runs an internal
@@ -205,7 +209,11 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         "decision_function_shape": [StrOptions({"ovo", "ovr"})],
         "warm_start": ["boolean"],
         "kernel_dtype": [StrOptions({"auto", "float64", "float32"})],
-        "warm_start_store": [HasMethods(["lookup", "put", "kernel_store"]), None],
+        "warm_start_store": [
+            HasMethods(["lookup", "put", "kernel_store"]),
+            None,
+            Options(bool, {False}),
+        ],
         "probability": ["boolean"],
         "random_state": ["random_state"],
     }
@@ -282,7 +290,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         shared = None
         if self.probability:
             shared, last_alphas = self._fit_platt(X, y)
-            if starts is None and self.warm_start_store is None:
+            if starts is None and store_in_use(self.warm_start_store) is None:
                 # The last fold's solution, held-out alphas at 0, is feasible.
                 starts = last_alphas
         else:
@@ -343,7 +351,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         )
         tests = [test for _, test in splitter.split(np.zeros(y.shape[0]), y_enc)]
         plan = FoldPlan(tests, y.shape[0])
-        store = self.warm_start_store
+        store = store_in_use(self.warm_start_store)
         if store is None:
             store = WarmStartStore()
         inner = clone(self).set_params(
@@ -719,7 +727,7 @@ class _StoreKeys:
         self.model = model
         # ``store`` stands in for the model's own (probability=True's internal
         # CV hands its kernel over to the final fit that way).
-        self.store = model.warm_start_store if store is None else store
+        self.store = store_in_use(model.warm_start_store) if store is None else store
         self.C = float(model.C)
         self.tol = float(model.tol)
         # A callable kernel without a declared key cannot be told apart from

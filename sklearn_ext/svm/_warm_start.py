@@ -18,7 +18,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,12 @@ __all__ = [
     "kernel_key",
     "rows_fingerprint",
     "seed_from_store",
+    "store_in_use",
 ]
+
+#: Default bound on the bytes of the solutions a store keeps (alphas and
+#: gradients; the kept kernel matrix is bounded by the kernel store's budget).
+DEFAULT_MAX_BYTES = 512 * 2**20
 
 
 def _digest(*parts) -> str:
@@ -220,11 +225,29 @@ class StoredSolution:
         """Whether this solution may be returned as it is by a solve to ``tol``."""
         return self.trusted and self.tol <= tol
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored arrays."""
+        return int(self.alpha.nbytes + self.G.nbytes)
+
 
 @dataclass
 class _Slot:
     data: str
     solutions: dict[float, StoredSolution] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(solution.nbytes for solution in self.solutions.values())
+
+
+def store_in_use(store):
+    """``store``, or ``None`` for ``None`` and for the opt-out ``False``.
+
+    ``warm_start_store=False`` says "no store at all": unlike ``None``, it also
+    declines the store of its own that a search or a study would provide.
+    """
+    return None if store is None or store is False else store
 
 
 def _check_C(C) -> float:
@@ -276,6 +299,10 @@ class WarmStartStore:
         Seed by scaling the stored alphas by ``C'/C`` instead of clipping them.
     max_solutions : int, default=100_000
         Bound on the solutions kept; the oldest problems are dropped first.
+    max_bytes : int, default=536_870_912
+        Bound on the bytes of the kept solutions (each holds two float64
+        arrays over its problem's rows); the oldest problems are dropped first.
+        The default, 512 MiB, keeps about 4,000 fold solutions of 8,000 rows.
     keep_kernel : bool, default=True
         Also keep the most recent full float64 kernel matrix, so that runs at
         other values of ``C`` on the same data and kernel do not rebuild it.
@@ -316,6 +343,7 @@ class WarmStartStore:
         *,
         scale: bool = False,
         max_solutions: int = 100_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         keep_kernel: bool = True,
     ) -> None:
         if not isinstance(scale, bool):
@@ -328,12 +356,23 @@ class WarmStartStore:
                 "The 'max_solutions' parameter of WarmStartStore must be an int "
                 f"in the range [1, inf). Got {max_solutions!r} instead."
             )
+        if (
+            not isinstance(max_bytes, Integral)
+            or isinstance(max_bytes, bool)
+            or max_bytes < 1
+        ):
+            raise ValueError(
+                "The 'max_bytes' parameter of WarmStartStore must be an int in "
+                f"the range [1, inf). Got {max_bytes!r} instead."
+            )
         self.scale = scale
         self.max_solutions = max_solutions
+        self.max_bytes = int(max_bytes)
         self.keep_kernel = keep_kernel
         self._lock = threading.RLock()
         self._slots: OrderedDict[tuple, _Slot] = OrderedDict()
         self._n_solutions = 0
+        self._n_bytes = 0
         self._kernel: tuple | None = None
         self._warned_mismatch = False
         self.n_hits = 0
@@ -357,6 +396,9 @@ class WarmStartStore:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.RLock()
+        if "_n_bytes" not in state:  # pickled before the byte bound existed
+            self.max_bytes = DEFAULT_MAX_BYTES
+            self._n_bytes = sum(slot.nbytes for slot in self._slots.values())
 
     def __repr__(self) -> str:
         return (
@@ -384,16 +426,30 @@ class WarmStartStore:
             if entry is None or entry.data != data:
                 if entry is not None:
                     self._n_solutions -= len(entry.solutions)
+                    self._n_bytes -= entry.nbytes
                 entry = self._slots[slot] = _Slot(data)
             old = entry.solutions.get(solution.C)
             if old is None:
                 self._n_solutions += 1
-            if old is None or _rank(solution) <= _rank(old):
                 entry.solutions[solution.C] = solution
+                self._n_bytes += solution.nbytes
+            elif _rank(solution) <= _rank(old):
+                entry.solutions[solution.C] = solution
+                self._n_bytes += solution.nbytes - old.nbytes
             self._slots.move_to_end(slot)
-            while self._n_solutions > self.max_solutions and len(self._slots) > 1:
-                _, old = self._slots.popitem(last=False)
-                self._n_solutions -= len(old.solutions)
+            # The problem just stored is never dropped: its run needs it next.
+            while len(self._slots) > 1 and (
+                self._n_solutions > self.max_solutions or self._n_bytes > self.max_bytes
+            ):
+                _, dropped = self._slots.popitem(last=False)
+                self._n_solutions -= len(dropped.solutions)
+                self._n_bytes -= dropped.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the kept solutions (at most ``max_bytes``, but for the
+        problem stored last)."""
+        return self._n_bytes
 
     def lookup(
         self, slot: tuple, data: str, C: float, *, tol: float = 0.0
