@@ -260,7 +260,7 @@ class PlainObjective:
         return math.fsum(scores) / len(scores)
 
 
-def _storages(root: Path, postgres: str | None):
+def _storages(root: Path, postgres: str | None, only: list[str] | None = None):
     """(name, factory) of every storage measured; a factory opens a fresh one."""
     counter = iter(range(10**6))
 
@@ -283,6 +283,8 @@ def _storages(root: Path, postgres: str | None):
     ]
     if postgres:
         storages.append(("postgresql", lambda: (open_storage(postgres), None)))
+    if only:
+        storages = [(name, f) for name, f in storages if name.split()[0] in only]
     return storages
 
 
@@ -360,7 +362,7 @@ def storage_cost(args) -> int:
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (a shared machine)"
     )
     results: dict[tuple[str, str], list[dict]] = {}
-    storages = _storages(root, args.postgres)
+    storages = _storages(root, args.postgres, args.storages)
     try:
         for repeat in range(args.repeats):
             for name, factory in storages:
@@ -450,6 +452,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="storage mode")
     parser.add_argument(
         "--postgres", help="a PostgreSQL URL to measure too (storage mode)"
+    )
+    parser.add_argument(
+        "--storages",
+        nargs="+",
+        choices=("memory", "sqlite", "journal", "postgresql"),
+        help="storage mode: measure only these (default: all)",
     )
     parser.add_argument("--n-rows", type=int, default=100_000, help="backends mode")
     parser.add_argument("--cv", type=int, default=10)

@@ -119,6 +119,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     tune.add_argument("--no-progress-bar", dest="progress_bar", action="store_false")
     tune.add_argument(
+        "--save-model",
+        metavar="PATH",
+        help="save the final model (the best trial's parameters fitted on all "
+        "rows, trained as the trials scored them) to PATH with joblib; load it "
+        "with joblib.load(PATH)",
+    )
+    tune.add_argument(
         "--no-baseline",
         dest="baseline",
         action="store_false",
@@ -273,6 +280,7 @@ def _tune(args) -> int:
         args.n_trials = 30
     if args.n_trials is not None and args.n_trials < 1:
         raise CLIError(f"--n-trials must be at least 1, got {args.n_trials}.")
+    _check_save_path(args.save_model)
     estimator, space, X, y = _setup(args)
     if args.space:
         space = _parse_space(args.space)
@@ -453,6 +461,8 @@ def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -
         )
     if args.baseline and ran and not interrupted:
         _baseline(args, objective, best, ran)
+    if not interrupted or args.save_model:
+        _final_model(args, objective, study)
     if "://" in args.storage:
         print(
             f"Open the study: optuna-dashboard {args.storage}  "
@@ -461,6 +471,80 @@ def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -
     elif args.storage == "memory":
         print("The study was in memory and is gone; --storage sqlite:///FILE keeps it.")
     return 0
+
+
+def _check_save_path(path: str | None) -> None:
+    """Refuse a --save-model path that cannot be written, before the study runs."""
+    if path is None:
+        return
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise CLIError(f"--save-model {path!r} is a directory; give a file name.")
+    if not target.parent.is_dir():
+        raise CLIError(
+            f"--save-model {path!r}: the folder {str(target.parent)!r} does not exist."
+        )
+
+
+def _final_model(args, objective, study) -> None:
+    """Build the best trial's model as the trials scored it; save it if asked."""
+    import joblib
+
+    from optuna_treecv._refit import refit_estimator
+
+    tic = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # The regime notes were said already.
+            model = refit_estimator(
+                study,
+                objective.estimator,
+                objective.X,
+                objective.y,
+                params=objective.params,
+                **objective.fit_params,
+            )
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CLIError(
+            "cannot fit the final model on all rows: " + " ".join(str(exc).split())
+        ) from None
+    seconds = time.perf_counter() - tic
+    print(
+        f"Final model: trial #{model.optuna_trial_.number}'s parameters fitted on "
+        f"all {objective.X.shape[0]} rows in {seconds:.2f} s, "
+        f"{_regime_words(model)}."
+    )
+    if args.save_model is None:
+        print("  To keep it in a file: --save-model PATH.")
+        return
+    try:
+        joblib.dump(model, args.save_model)
+    except OSError as exc:
+        raise CLIError(f"cannot save the model to {args.save_model!r}: {exc}") from None
+    print(
+        f"Saved to {args.save_model}: model = joblib.load({args.save_model!r}); "
+        "model.optuna_trial_ is the trial."
+    )
+
+
+def _regime_words(model) -> str:
+    """How the final model was trained, in the words of the summary."""
+    from sklearn_ext import TreeCVEstimator
+
+    if isinstance(model, TreeCVEstimator):
+        inner = type(model.estimator).__name__
+        return (
+            "trained as the trials scored it: one ordered pass of partial_fit in "
+            f"batches of {model.batch_size} rows (a TreeCVEstimator around {inner}, "
+            f"not {inner}.fit)"
+        )
+    name = type(model).__name__
+    backend = model.optuna_trial_.user_attrs.get("cv", {}).get("backend")
+    if backend in ("python_tree", "native_tree"):
+        return f"trained as the trials scored it: {name}.fit, one ordered pass"
+    return f"trained as the trials scored it: {name}.fit"
 
 
 def _ratio(reference: float, value: float) -> str:

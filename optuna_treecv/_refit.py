@@ -112,8 +112,9 @@ def refit_estimator(
     (the learner itself when its ``fit`` is that pass, else a
     :class:`~sklearn_ext.TreeCVEstimator` around it) fitted on all rows, so
     that ``cross_val_score(clone(model), X, y, cv=<the objective's folds>)``
-    gives the trial's value. Trials scored by ``standard`` or
-    ``alpha_seeding`` are refit with the learner's own ``fit``.
+    gives the trial's value. Trials scored by ``standard``, ``alpha_seeding``
+    or ``exact`` (each fold the learner's own ``fit``) are refit with the
+    learner's own ``fit``.
 
     Parameters
     ----------
@@ -178,7 +179,7 @@ def refit_estimator(
 
 
 #: Backends whose folds are the learner's own ``fit`` (refit with ``fit``).
-_FIT_BACKENDS = ("standard", "alpha_seeding")
+_FIT_BACKENDS = ("standard", "alpha_seeding", "exact")
 
 
 def _scored_backend(trial: FrozenTrial) -> str | None:

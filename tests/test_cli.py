@@ -161,6 +161,11 @@ def test_import_path_learner_with_space(tmp_path, capsys):
         ),
         (["tune", "sgd", "iris", "--n-trials", "0"], "--n-trials must be at least 1"),
         (["tune", "sgd", "iris", "--timeout", "-1"], "--timeout must be positive"),
+        (
+            ["tune", "sgd", "iris", "--save-model", "no/such/dir/m.joblib"],
+            "the folder 'no/such/dir' does not exist",
+        ),
+        (["tune", "sgd", "iris", "--save-model", "."], "'.' is a directory"),
     ],
 )
 def test_errors_are_one_line_exit_2(argv, match, capsys, tmp_path, monkeypatch):
@@ -340,6 +345,55 @@ def test_ctrl_c_prints_the_summary_and_exits_130(tmp_path, capsys, monkeypatch):
     assert "3 trials in" in out and "2 complete" in out and "1 failed" in out
     assert "Best trial #" in out and "Traceback" not in out + err
     assert "Time:" not in out  # No baseline run after Ctrl-C.
+    assert "Final model" not in out  # Nor a final model nobody asked to save.
+
+
+@pytest.mark.parametrize("learner", ["sgd", "pegasos", "mlp"])
+def test_saved_model_reproduces_the_best_trials_value(tmp_path, capsys, learner):
+    # The CLI's final model is trained as the trials scored it: its standard
+    # CV on the study's folds gives the best trial's value (issue 16).
+    import joblib
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    from optuna_treecv import TreeCVObjective
+
+    path = tmp_path / "model.joblib"
+    argv = tune(tmp_path, learner, "iris", "--cv", "3", "--n-trials", "3",
+                "--no-baseline", "--pruner", "none", "--save-model",
+                path)  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/cli.db")
+    best = study.best_trial
+    assert f"Final model: trial #{best.number}'s parameters fitted on all 150 rows" in (
+        out
+    )
+    assert f"Saved to {path}" in out
+    model = joblib.load(path)
+    assert model.optuna_trial_.number == best.number
+    name = type(make_learner(learner)[0]).__name__
+    if learner == "pegasos":  # Its fit is the scored pass: the learner itself.
+        assert type(model).__name__ == name
+        assert f"{name}.fit, one ordered pass" in out
+    else:
+        assert type(model).__name__ == "TreeCVEstimator"
+        assert f"a TreeCVEstimator around {name}, not {name}.fit" in out
+    # The folds the CLI scored on: the objective it built, rebuilt.
+    estimator, space = make_learner(learner, random_state=0)
+    X, y = load_dataset("iris")
+    plan = TreeCVObjective(estimator, space, X, y, cv=3, random_state=0).fold_plan_
+    scores = cross_val_score(clone(model), X, y, cv=list(plan.split()))
+    assert abs(scores.mean() - best.value) <= 1e-12
+
+
+def test_final_model_is_built_without_saving(tmp_path, capsys):
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
+                "--no-baseline")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "Final model: trial #" in out
+    assert "To keep it in a file: --save-model PATH." in out
 
 
 def test_memory_storage_has_no_dashboard_hint(tmp_path, capsys):

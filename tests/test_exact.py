@@ -38,6 +38,7 @@ from optuna_treecv import TreeCVObjective
 from sklearn_ext import TreeCVSearchCV, tree_cross_validate
 from sklearn_ext.model_selection import (
     ExactStatisticsBackend,
+    FoldPlan,
     StatisticsCache,
     TreeCVFallbackWarning,
     choose_backend,
@@ -638,3 +639,221 @@ def test_property_ridge_within_1e10(n_samples, n_splits, seed, alpha):
     y = X @ rng.normal(size=3) + rng.normal(size=n_samples)
     cv = lambda: KFold(n_splits, shuffle=True, random_state=seed % 97)  # noqa: E731
     _compare(Ridge(alpha=alpha), X, y, cv, exact=False)
+
+
+# -- discrete naive Bayes in stacked batches -----------------------------------------
+@pytest.mark.parametrize("cv", list(CVS))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        MultinomialNB(alpha=0.5),
+        MultinomialNB(fit_prior=False),
+        ComplementNB(),
+        ComplementNB(norm=True),
+        BernoulliNB(binarize=6.0),
+        BernoulliNB(class_prior=[0.1, 0.2, 0.3, 0.4]),
+    ],
+    ids=["multinomial", "uniform-prior", "complement", "norm", "bernoulli", "prior"],
+)
+def test_batched_discrete_naive_bayes_equals_cross_validate(
+    counts, estimator, weighted, cv
+):
+    """Without fold models (no return_estimator) the folds are scored in batches."""
+    X, y = counts
+    if cv == "loo":
+        X, y = X[:24], y[:24]
+    params = {"sample_weight": _weights(len(y))} if weighted else None
+    leaves = []
+    ours = tree_cross_validate(
+        estimator,
+        X,
+        y,
+        cv=CVS[cv](),
+        fit_params=params,
+        leaf_callback=leaves.append,
+        method=ExactStatisticsBackend(cache=StatisticsCache(0)),  # cold
+    )
+    ref = cross_validate(estimator, X, y, cv=CVS[cv](), params=params)
+    assert ours["backend"] == "exact"
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    # Every leaf was streamed, in leaf order, with the statistics pass first.
+    assert [leaf.leaf for leaf in leaves] == list(range(len(ref["test_score"])))
+    assert [leaf.scores["score"] for leaf in leaves] == [
+        ours["test_score"][leaf.split] for leaf in leaves
+    ]
+    assert leaves[0].n_samples_fed == len(y)
+
+
+def test_batched_fold_lacking_a_class_drops_it():
+    """Leave-one-out of the only row of a class: that fold is made and scored alone."""
+    X, y = load_digits(n_class=3, return_X_y=True)
+    X, y = np.vstack([X[:30], X[-1:]]), np.append(y[:30] % 2, 2)
+    ours = tree_cross_validate(MultinomialNB(), X, y, cv=LeaveOneOut())
+    ref = cross_validate(MultinomialNB(), X, y, cv=LeaveOneOut())
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+def test_a_stopping_listener_stops_the_batched_run(counts):
+    X, y = counts
+    seen = []
+
+    def stop(leaf):
+        seen.append(leaf.split)
+        if len(seen) == 3:
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        tree_cross_validate(MultinomialNB(), X, y, cv=10, leaf_callback=stop)
+    assert len(seen) == 3
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n_samples=st.integers(6, 40),
+    n_splits=st.integers(2, 40),
+    seed=st.integers(0, 2**31 - 1),
+    kind=st.sampled_from(["multinomial", "complement", "bernoulli"]),
+)
+def test_property_batched_log_likelihoods_are_the_fold_models(
+    n_samples, n_splits, seed, kind
+):
+    """The stacked joint log-likelihoods equal each fold model's, bit for bit."""
+    from sklearn_ext.model_selection import _exact
+
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(1.5, size=(n_samples, 5)).astype(float)
+    y = rng.integers(0, 3, size=n_samples)
+    estimator = {
+        "multinomial": MultinomialNB(alpha=rng.uniform(0.1, 2.0)),
+        "complement": ComplementNB(norm=bool(seed % 2)),
+        "bernoulli": BernoulliNB(binarize=1.0),
+    }[kind]
+    family = _exact._family(estimator)
+    X_seen, y_seen = family.prepare(estimator, X, y)
+    plan = FoldPlan.from_cv(
+        KFold(min(n_splits, n_samples), shuffle=True, random_state=seed % 89), X
+    )
+    stats = family.statistics(estimator, X_seen, y_seen, None, _exact._Chunks(plan))
+    leaves = np.arange(plan.n_splits)
+    counts, features, rows = stats.folds(leaves)
+    for size in np.unique(np.diff(plan.bounds)):
+        batch = leaves[(np.diff(plan.bounds) == size) & np.all(rows > 0, axis=1)]
+        if not batch.size:
+            continue
+        index = plan.sample_order[plan.bounds[batch][:, None] + np.arange(size)]
+        model = copy.copy(estimator)
+        model.n_features_in_ = X.shape[1]
+        jll = _exact._discrete_nb_jll(
+            model,
+            model._check_alpha(),
+            counts[batch],
+            features[batch],
+            X_seen[index],
+        )
+        for i, leaf in enumerate(batch):
+            fold = family.fold_model(copy.copy(estimator), stats, leaf, X.shape[1])
+            expected = fold._joint_log_likelihood(X_seen[plan.test_indices(leaf)])
+            assert_array_equal(jll[i], expected)
+
+
+def test_leave_one_out_plan_is_the_splitters():
+    """FoldPlan.from_cv knows LeaveOneOut's splits without asking for them."""
+
+    class Asked(LeaveOneOut):  # Not LeaveOneOut itself: its splits are asked for.
+        pass
+
+    X = np.zeros((7, 2))
+    known, asked = FoldPlan.from_cv(LeaveOneOut(), X), FoldPlan.from_cv(Asked(), X)
+    assert_array_equal(known.bounds, asked.bounds)
+    assert_array_equal(known.sample_order, asked.sample_order)
+    assert known.complement and asked.complement
+    for fold in range(7):
+        assert_array_equal(known.train_indices(fold), asked.train_indices(fold))
+
+
+# -- ridge: R^2 from the held-out chunk's moments, keys taken once per search ---------
+@pytest.mark.parametrize("offset", [0.0, 1e6])
+@pytest.mark.parametrize("two_targets", [False, True])
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize(
+    "estimator",
+    [Ridge(alpha=0.3), Ridge(alpha=30.0, fit_intercept=False), LinearRegression()],
+    ids=["ridge", "no-intercept", "ols"],
+)
+def test_r2_from_moments_equals_the_scorer(estimator, dense, two_targets, offset):
+    """The held-out R^2 from moments is r2_score of the predictions, to 1e-12."""
+    from sklearn_ext.model_selection import _exact
+
+    X, Y = make_regression(
+        n_samples=80, n_features=6, n_targets=2, noise=4.0, random_state=1
+    )
+    X, Y = X + 3.0, Y + offset
+    y = Y if two_targets else Y[:, 0]
+    X = X if dense else sparse.csr_matrix(X)
+    cv = KFold(4, shuffle=True, random_state=0)
+    ref = cross_validate(estimator, X, y, cv=cv, return_estimator=True)
+    plan = FoldPlan.from_cv(cv, X)
+    family = _exact._family(estimator)
+    X_seen, y_seen = family.prepare(estimator, X, y)
+    stats = family.statistics(estimator, X_seen, y_seen, None, _exact._Chunks(plan))
+    for leaf, model in enumerate(ref["estimator"]):
+        r2 = stats.held_out_r2(leaf, model.coef_, model.intercept_)
+        assert r2 is not None
+        expected = ref["test_score"][leaf]
+        assert abs(r2 - expected) < 1e-12 * max(1.0, abs(expected))
+
+
+def test_r2_from_moments_steps_aside_where_it_cannot_be_trusted():
+    """A constant held-out target, or terms far above the total sum of squares."""
+    from sklearn_ext.model_selection import _exact
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, 1))
+    # Two nearly equal columns: least squares coefficients of opposite sign and
+    # size 1e8, whose Gram quadratic form cancels.
+    X = np.hstack([base, base + 1e-9 * rng.normal(size=(40, 1))])
+    y = base[:, 0] + 0.1 * rng.normal(size=40)
+    y[:10] = 2.0  # The first chunk's target is constant.
+    cv = KFold(4)
+    plan = FoldPlan.from_cv(cv, X)
+    family = _exact._family(LinearRegression())
+    stats = family.statistics(
+        LinearRegression(), X, y.astype(float), None, _exact._Chunks(plan)
+    )
+    assert stats.held_out_r2(0, np.array([1.0, 0.0]), 0.0) is None
+    assert stats.held_out_r2(1, np.array([1e8, -1e8]), 0.0) is None
+    assert stats.held_out_r2(1, np.array([1.0, 0.0]), 0.0) is not None
+    ours = tree_cross_validate(Ridge(alpha=1e-12), X, y, cv=cv)
+    ref = cross_validate(Ridge(alpha=1e-12), X, y, cv=cv)
+    assert ours["backend"] == "exact"
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-6)
+
+
+def test_a_search_reads_the_data_once_for_its_keys(regression, monkeypatch):
+    """Every candidate of one fit reuses the digest of X; a new fit takes it again."""
+    from sklearn_ext.model_selection import _exact
+
+    X, Y = regression
+    X = X.copy()  # Writeable: not remembered across calls.
+    digested = []
+    digest = _exact._digest
+    monkeypatch.setattr(
+        _exact, "_digest", lambda a: digested.append(a.shape) or digest(a)
+    )
+    grid = {"alpha": [0.1, 1.0, 10.0, 100.0]}
+    backend = ExactStatisticsBackend(cache=StatisticsCache())
+    search = TreeCVSearchCV(Ridge(), grid, cv=5, method=backend, refit=False)
+    search.fit(X, Y)
+    assert digested.count(X.shape) == 1
+    X[0, 0] += 1.0  # Changed between two fits: a new digest, a new entry.
+    search.fit(X, Y)
+    assert digested.count(X.shape) == 2
+    assert (backend.cache.misses, backend.cache.hits) == (2, 6)
+    ref = GridSearchCV(Ridge(), grid, cv=KFold(5), refit=False).fit(X, Y)
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        ref.cv_results_["mean_test_score"],
+        rtol=0,
+        atol=1e-10,
+    )

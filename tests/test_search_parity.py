@@ -236,6 +236,32 @@ def test_verbose_lines_are_grid_searchs(data, capsys):
         assert tree == grid and tree
 
 
+def test_verbose_start_lines_and_multimetric_lines_are_grid_searchs(data, capsys):
+    X, y = data
+
+    def lines(search):
+        search.fit(X, y)
+        out = capsys.readouterr().out
+        return [re.sub(r"\.+|total time=.*", "", line) for line in out.splitlines()]
+
+    grid = {"alpha": [0.1, 1.0]}
+    kwargs = {"cv": TreeCVSplitter(3), "refit": False}
+    # Two metrics with train scores, as _fit_and_score writes them.
+    multi = {"scoring": ["accuracy", "f1_macro"], "return_train_score": True}
+    tree = lines(TreeCVSearchCV(MultinomialNB(), grid, verbose=3, **multi, **kwargs))
+    grid_search = GridSearchCV(MultinomialNB(), grid, verbose=3, **multi, **kwargs)
+    assert tree == lines(grid_search) and "f1_macro: (train=" in tree[1]
+    # verbose > 9: a START line per fit, with the candidate's progress.
+    tree = lines(TreeCVSearchCV(MultinomialNB(), grid, verbose=10, **kwargs))
+    grid_lines = lines(GridSearchCV(MultinomialNB(), grid, verbose=10, **kwargs))
+    assert sorted(tree) == sorted(grid_lines)
+    assert "[CV 2/3; 1/2] START alpha=01" in tree
+    # The tree trains a candidate's folds together: its three STARTs come
+    # first, then its three ENDs (GridSearchCV alternates them, fit by fit).
+    kinds = [line.split("] ")[1].split()[0] for line in tree[1:]]
+    assert kinds == ["START"] * 3 + ["END"] * 3 + ["START"] * 3 + ["END"] * 3
+
+
 def test_cv_given_as_a_list_of_splits(data):
     X, y = data
     splits = list(TreeCVSplitter(4).split(X, y))

@@ -16,11 +16,79 @@ store.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY, exp, fabs, isfinite, pow, tanh
+from scipy.linalg.cython_blas cimport dgemv
 
 cnp.import_array()
 
 cdef double TAU = 1e-12
+
+#: Kernels that :class:`KernelColumns` computes natively from dense rows.
+NATIVE_KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
+
+cdef enum:
+    LINEAR = 0
+    POLY = 1
+    RBF = 2
+    SIGMOID = 3
+
+ctypedef fused out_t:
+    float
+    double
+
+_NOT_FINITE = (
+    "The kernel values are not finite (NaN or infinity). The input data "
+    "may contain large values and need to be preprocessed."
+)
+
+
+cdef inline double _kernel_value(
+    double dot, double sq_a, double sq_b, int kernel, double gamma,
+    double degree, double coef0,
+) noexcept nogil:
+    cdef double d
+    if kernel == RBF:
+        d = sq_a + sq_b - 2.0 * dot
+        if d < 0.0:
+            d = 0.0
+        return exp(-gamma * d)
+    if kernel == POLY:
+        return pow(gamma * dot + coef0, degree)
+    if kernel == SIGMOID:
+        return tanh(gamma * dot + coef0)
+    return dot
+
+
+def finish_kernel_block(
+    const double[:, ::1] dot,
+    out_t[:, ::1] out,
+    const double[::1] sq_rows,
+    const double[::1] sq_cols,
+    str kernel,
+    double gamma,
+    double degree,
+    double coef0,
+):
+    """Turn the dot products ``dot`` into kernel values written to ``out``.
+
+    One pass over the block (the kernel, the cast to ``out``'s precision and
+    the finiteness check fused), without the GIL. ``dot`` may be ``out``
+    itself when both are float64. Returns whether every value is finite in
+    ``out``'s precision.
+    """
+    cdef int code = NATIVE_KERNELS[kernel]
+    cdef Py_ssize_t n_rows = dot.shape[0], n_cols = dot.shape[1], r, c
+    cdef double total = 0.0
+    cdef out_t value
+    with nogil:
+        for r in range(n_rows):
+            for c in range(n_cols):
+                value = <out_t>_kernel_value(
+                    dot[r, c], sq_rows[r], sq_cols[c], code, gamma, degree, coef0
+                )
+                out[r, c] = value
+                total += value
+    return bool(isfinite(total))
 
 
 cdef class KernelColumns:
@@ -28,9 +96,16 @@ cdef class KernelColumns:
 
     Either a dense ``(n, n)`` float64 matrix, or an LRU cache of ``n_slots``
     float64 columns filled on a miss: from a dense symmetric float32 matrix
-    ``dense32`` (row ``g`` converted, half the memory of the float64 matrix),
-    or by ``compute(g)``, a Python callable returning the ``n`` kernel values
-    ``K(x_g, x_j)`` as float64. The solver always reads float64 columns.
+    ``dense32`` (row ``g`` converted, half the memory of the float64 matrix);
+    natively, without the GIL, from dense float64 rows ``data`` (one BLAS
+    ``dgemv`` and the kernel function ``kernel``); or by ``compute(g)``, a
+    Python callable returning the ``n`` kernel values ``K(x_g, x_j)`` as
+    float64. The solver always reads float64 columns.
+
+    The dense matrices are read-only, so one instance is safe to share between
+    threads when ``is_dense``; otherwise its LRU state is not, and
+    :meth:`partition` gives each thread a cache of its own within the same
+    slot memory.
     """
 
     cdef public object dense_matrix
@@ -39,6 +114,14 @@ cdef class KernelColumns:
     cdef const float[:, ::1] dense32
     cdef public object dense32_matrix
     cdef bint has_dense32
+    cdef public object data_matrix
+    cdef public object sq_array
+    cdef const double[:, ::1] data
+    cdef const double[::1] sq
+    cdef bint has_data
+    cdef public str kernel
+    cdef int kernel_code
+    cdef public double gamma, degree, coef0
     cdef double[:, ::1] slots
     cdef Py_ssize_t[::1] slot_of
     cdef Py_ssize_t[::1] owner
@@ -48,7 +131,7 @@ cdef class KernelColumns:
     cdef public Py_ssize_t n
     cdef public Py_ssize_t n_slots
     cdef public long long n_computed
-    cdef object compute
+    cdef public object compute
 
     def __init__(
         self,
@@ -57,15 +140,33 @@ cdef class KernelColumns:
         compute=None,
         Py_ssize_t n_slots=0,
         dense32=None,
+        data=None,
+        sq=None,
+        kernel="rbf",
+        double gamma=1.0,
+        double degree=3.0,
+        double coef0=0.0,
+        slots=None,
     ):
         self.n = n
         self.clock = 0
         self.n_computed = 0
         self.compute = compute
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.has_dense32 = dense32 is not None
         if self.has_dense32:
             self.dense32_matrix = dense32
             self.dense32 = dense32
+        self.has_data = data is not None
+        if self.has_data:
+            self.kernel_code = NATIVE_KERNELS[kernel]
+            self.data_matrix = data
+            self.data = data
+            self.sq_array = sq
+            self.sq = sq
         if dense is not None:
             self.is_dense = True
             self.dense_matrix = dense
@@ -73,14 +174,77 @@ cdef class KernelColumns:
             self.n_slots = 0
         else:
             self.is_dense = False
-            self.n_slots = max(2, min(n_slots, n))
-            self.slots_matrix = np.empty((self.n_slots, n), dtype=np.float64)
-            self.slots = self.slots_matrix
+            if slots is None:
+                self.n_slots = max(2, min(n_slots, n))
+                slots = np.empty((self.n_slots, n), dtype=np.float64)
+            else:
+                self.n_slots = slots.shape[0]
+            self.slots_matrix = slots
+            self.slots = slots
             self.slot_of = np.full(n, -1, dtype=np.intp)
             self.owner = np.full(self.n_slots, -1, dtype=np.intp)
             self.stamp = np.zeros(self.n_slots, dtype=np.int64)
 
-    cdef const double* column(self, Py_ssize_t g) except NULL:
+    def partition(self, Py_ssize_t n_parts):
+        """``n_parts`` column sources for as many threads, sharing the memory.
+
+        A dense instance is returned ``n_parts`` times (it is read-only). An
+        LRU cache is split: each part gets its own bounded share of the slot
+        rows (at least 2) and its own LRU state, and this instance forgets
+        what it cached (the parts overwrite its slots).
+        """
+        if self.is_dense or n_parts <= 1:
+            return [self] * max(n_parts, 1)
+        share = self.n_slots // n_parts
+        parts = []
+        for p in range(n_parts):
+            if share >= 2:
+                slots = self.slots_matrix[p * share:(p + 1) * share]
+            else:
+                slots = np.empty((2, self.n), dtype=np.float64)
+            parts.append(
+                KernelColumns(
+                    self.n,
+                    compute=self.compute,
+                    dense32=self.dense32_matrix if self.has_dense32 else None,
+                    data=self.data_matrix if self.has_data else None,
+                    sq=self.sq_array if self.has_data else None,
+                    kernel=self.kernel,
+                    gamma=self.gamma,
+                    degree=self.degree,
+                    coef0=self.coef0,
+                    slots=slots,
+                )
+            )
+        self.slot_of[:] = -1
+        self.owner[:] = -1
+        self.stamp[:] = 0
+        return parts
+
+    cdef int _compute_native(self, Py_ssize_t g, double* out) except -1 nogil:
+        """Column ``g`` from the rows: one ``dgemv`` then the kernel function."""
+        cdef int m = <int>self.data.shape[1], n_cols = <int>self.n, inc = 1
+        cdef double one = 1.0, zero = 0.0, total = 0.0, sq_g
+        cdef char trans = b'T'
+        cdef Py_ssize_t j
+        # Row-major (n, d) rows are a column-major (d, n) matrix A: out = A'x_g.
+        dgemv(
+            &trans, &m, &n_cols, &one, <double*>&self.data[0, 0], &m,
+            <double*>&self.data[g, 0], &inc, &zero, out, &inc,
+        )
+        sq_g = self.sq[g]
+        for j in range(self.n):
+            out[j] = _kernel_value(
+                out[j], sq_g, self.sq[j], self.kernel_code, self.gamma,
+                self.degree, self.coef0,
+            )
+            total += out[j]
+        if not isfinite(total):
+            with gil:
+                raise ValueError(_NOT_FINITE)
+        return 0
+
+    cdef const double* column(self, Py_ssize_t g) except NULL nogil:
         cdef Py_ssize_t s, k
         cdef long long oldest
         if self.is_dense:
@@ -99,14 +263,18 @@ cdef class KernelColumns:
                 s = k
         if self.owner[s] >= 0:
             self.slot_of[self.owner[s]] = -1
+            # Until it is refilled: a failed computation leaves no stale entry.
+            self.owner[s] = -1
         if self.has_dense32:
             # The matrix is symmetric: row g is column g, contiguous.
-            with nogil:
-                for k in range(self.n):
-                    self.slots[s, k] = self.dense32[g, k]
+            for k in range(self.n):
+                self.slots[s, k] = self.dense32[g, k]
+        elif self.has_data:
+            self._compute_native(g, &self.slots[s, 0])
         else:
-            values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
-            self.slots_matrix[s, :] = values
+            with gil:
+                values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
+                self.slots_matrix[s, :] = values
         self.n_computed += 1
         self.owner[s] = g
         self.slot_of[g] = s
@@ -132,7 +300,7 @@ cdef inline bint _is_lower(double a) noexcept nogil:
     return a <= 0.0
 
 
-cdef void _reconstruct(
+cdef int _reconstruct(
     KernelColumns store,
     const Py_ssize_t[::1] idx,
     const double[::1] y,
@@ -141,14 +309,14 @@ cdef void _reconstruct(
     const Py_ssize_t[::1] active,
     Py_ssize_t active_size,
     char[::1] is_active,
-) except *:
+) except -1 nogil:
     """Recompute ``G`` of the inactive variables from the support vectors."""
     cdef Py_ssize_t l = idx.shape[0]
     cdef Py_ssize_t t, j
     cdef const double* col
     cdef double coef
     if active_size == l:
-        return
+        return 0
     for t in range(l):
         if not is_active[t]:
             G[t] = -1.0
@@ -156,10 +324,10 @@ cdef void _reconstruct(
         if alpha[j] > 0.0:
             col = store.column(idx[j])
             coef = y[j] * alpha[j]
-            with nogil:
-                for t in range(l):
-                    if not is_active[t]:
-                        G[t] += y[t] * coef * col[idx[t]]
+            for t in range(l):
+                if not is_active[t]:
+                    G[t] += y[t] * coef * col[idx[t]]
+    return 0
 
 
 def smo_solve(
@@ -225,15 +393,15 @@ def smo_solve(
     cdef double Gmax_next = -INFINITY
     cdef Py_ssize_t i_next = -1
 
-    while max_iter < 0 or n_iter < max_iter:
-        counter -= 1
-        if shrinking and counter == 0:
-            counter = min(l, 1000)
-            have_next = False
-            # -- shrinking (LIBSVM's do_shrinking) --
-            Gm1 = -INFINITY
-            Gm2 = -INFINITY
-            with nogil:
+    with nogil:
+        while max_iter < 0 or n_iter < max_iter:
+            counter -= 1
+            if shrinking and counter == 0:
+                counter = min(l, 1000)
+                have_next = False
+                # -- shrinking (LIBSVM's do_shrinking) --
+                Gm1 = -INFINITY
+                Gm2 = -INFINITY
                 for k in range(active_size):
                     t = active[k]
                     yt = y[t]
@@ -248,14 +416,13 @@ def smo_solve(
                             Gm2 = -gt
                         if not _is_lower(alpha[t]) and gt > Gm1:
                             Gm1 = gt
-            if not unshrunk and Gm1 + Gm2 <= tol * 10:
-                unshrunk = True
-                _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
-                for t in range(l):
-                    active[t] = t
-                    is_active[t] = 1
-                active_size = l
-            with nogil:
+                if not unshrunk and Gm1 + Gm2 <= tol * 10:
+                    unshrunk = True
+                    _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
+                    for t in range(l):
+                        active[t] = t
+                        is_active[t] = 1
+                    active_size = l
                 p = 0
                 for k in range(active_size):
                     t = active[k]
@@ -280,16 +447,15 @@ def smo_solve(
                         p += 1
                 active_size = p
 
-        # -- working set selection, second order (WSS 3) --
-        # With Q_it = y_i y_t K_it, LIBSVM's curvature QD_i + QD_t -+ 2 y_i Q_it
-        # is K_ii + K_tt - 2 K_it for either label of t.
-        Gmax = -INFINITY
-        i = -1
-        if have_next:
-            Gmax = Gmax_next
-            i = i_next
-        else:
-            with nogil:
+            # -- working set selection, second order (WSS 3) --
+            # With Q_it = y_i y_t K_it, LIBSVM's curvature QD_i + QD_t -+ 2 y_i Q_it
+            # is K_ii + K_tt - 2 K_it for either label of t.
+            Gmax = -INFINITY
+            i = -1
+            if have_next:
+                Gmax = Gmax_next
+                i = i_next
+            else:
                 for k in range(active_size):
                     t = active[k]
                     if y[t] > 0:
@@ -300,13 +466,12 @@ def smo_solve(
                         if not _is_lower(alpha[t]) and G[t] >= Gmax:
                             Gmax = G[t]
                             i = t
-        have_next = False
-        j = -1
-        Gmax2 = -INFINITY
-        if i >= 0:
-            col_i = store.column(idx[i])
-            obj_min = INFINITY
-            with nogil:
+            have_next = False
+            j = -1
+            Gmax2 = -INFINITY
+            if i >= 0:
+                col_i = store.column(idx[i])
+                obj_min = INFINITY
                 for k in range(active_size):
                     t = active[k]
                     if y[t] > 0:
@@ -335,82 +500,81 @@ def smo_solve(
                                 if obj <= obj_min:
                                     obj_min = obj
                                     j = t
-        if i < 0 or j < 0 or Gmax + Gmax2 < tol:
-            if active_size < l:
-                # Optimal on the active set: check the whole problem.
-                _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
-                for t in range(l):
-                    active[t] = t
-                    is_active[t] = 1
-                active_size = l
-                # Select on the whole problem next, without shrinking first.
-                counter = 2
-                continue
-            converged = True
-            break
+            if i < 0 or j < 0 or Gmax + Gmax2 < tol:
+                if active_size < l:
+                    # Optimal on the active set: check the whole problem.
+                    _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
+                    for t in range(l):
+                        active[t] = t
+                        is_active[t] = 1
+                    active_size = l
+                    # Select on the whole problem next, without shrinking first.
+                    counter = 2
+                    continue
+                converged = True
+                break
 
-        n_iter += 1
-        # -- two-variable analytic update (LIBSVM's Solver::Solve) --
-        col_j = store.column(idx[j])
-        col_i = store.column(idx[i])
-        Kij = col_i[idx[j]]
-        Ci = C[i]
-        Cj = C[j]
-        ai_old = alpha[i]
-        aj_old = alpha[j]
-        if y[i] != y[j]:
-            quad = diag[i] + diag[j] - 2.0 * Kij
-            if quad <= 0:
-                quad = TAU
-            delta = (-G[i] - G[j]) / quad
-            diff = alpha[i] - alpha[j]
-            alpha[i] += delta
-            alpha[j] += delta
-            if diff > 0:
-                if alpha[j] < 0:
-                    alpha[j] = 0
-                    alpha[i] = diff
+            n_iter += 1
+            # -- two-variable analytic update (LIBSVM's Solver::Solve) --
+            col_j = store.column(idx[j])
+            col_i = store.column(idx[i])
+            Kij = col_i[idx[j]]
+            Ci = C[i]
+            Cj = C[j]
+            ai_old = alpha[i]
+            aj_old = alpha[j]
+            if y[i] != y[j]:
+                quad = diag[i] + diag[j] - 2.0 * Kij
+                if quad <= 0:
+                    quad = TAU
+                delta = (-G[i] - G[j]) / quad
+                diff = alpha[i] - alpha[j]
+                alpha[i] += delta
+                alpha[j] += delta
+                if diff > 0:
+                    if alpha[j] < 0:
+                        alpha[j] = 0
+                        alpha[i] = diff
+                else:
+                    if alpha[i] < 0:
+                        alpha[i] = 0
+                        alpha[j] = -diff
+                if diff > Ci - Cj:
+                    if alpha[i] > Ci:
+                        alpha[i] = Ci
+                        alpha[j] = Ci - diff
+                else:
+                    if alpha[j] > Cj:
+                        alpha[j] = Cj
+                        alpha[i] = Cj + diff
             else:
-                if alpha[i] < 0:
-                    alpha[i] = 0
-                    alpha[j] = -diff
-            if diff > Ci - Cj:
-                if alpha[i] > Ci:
-                    alpha[i] = Ci
-                    alpha[j] = Ci - diff
-            else:
-                if alpha[j] > Cj:
-                    alpha[j] = Cj
-                    alpha[i] = Cj + diff
-        else:
-            quad = diag[i] + diag[j] - 2.0 * Kij
-            if quad <= 0:
-                quad = TAU
-            delta = (G[i] - G[j]) / quad
-            total = alpha[i] + alpha[j]
-            alpha[i] -= delta
-            alpha[j] += delta
-            if total > Ci:
-                if alpha[i] > Ci:
-                    alpha[i] = Ci
-                    alpha[j] = total - Ci
-            else:
-                if alpha[j] < 0:
-                    alpha[j] = 0
-                    alpha[i] = total
-            if total > Cj:
-                if alpha[j] > Cj:
-                    alpha[j] = Cj
-                    alpha[i] = total - Cj
-            else:
-                if alpha[i] < 0:
-                    alpha[i] = 0
-                    alpha[j] = total
-        dai = (alpha[i] - ai_old) * y[i]
-        daj = (alpha[j] - aj_old) * y[j]
-        Gmax_next = -INFINITY
-        i_next = -1
-        with nogil:
+                quad = diag[i] + diag[j] - 2.0 * Kij
+                if quad <= 0:
+                    quad = TAU
+                delta = (G[i] - G[j]) / quad
+                total = alpha[i] + alpha[j]
+                alpha[i] -= delta
+                alpha[j] += delta
+                if total > Ci:
+                    if alpha[i] > Ci:
+                        alpha[i] = Ci
+                        alpha[j] = total - Ci
+                else:
+                    if alpha[j] < 0:
+                        alpha[j] = 0
+                        alpha[i] = total
+                if total > Cj:
+                    if alpha[j] > Cj:
+                        alpha[j] = Cj
+                        alpha[i] = total - Cj
+                else:
+                    if alpha[i] < 0:
+                        alpha[i] = 0
+                        alpha[j] = total
+            dai = (alpha[i] - ai_old) * y[i]
+            daj = (alpha[j] - aj_old) * y[j]
+            Gmax_next = -INFINITY
+            i_next = -1
             for k in range(active_size):
                 t = active[k]
                 G[t] += y[t] * (dai * col_i[idx[t]] + daj * col_j[idx[t]])
@@ -422,7 +586,7 @@ def smo_solve(
                     if not _is_lower(alpha[t]) and G[t] >= Gmax_next:
                         Gmax_next = G[t]
                         i_next = t
-        have_next = True
+            have_next = True
 
     if not converged and active_size < l:
         _reconstruct(store, idx, y, alpha, G, active, active_size, is_active)
@@ -477,12 +641,12 @@ def update_gradient(
     cdef Py_ssize_t c, t
     cdef const double* col
     cdef double d
-    for c in range(changed.shape[0]):
-        d = delta_ya[c]
-        if d == 0.0:
-            continue
-        col = store.column(changed[c])
-        with nogil:
+    with nogil:
+        for c in range(changed.shape[0]):
+            d = delta_ya[c]
+            if d == 0.0:
+                continue
+            col = store.column(changed[c])
             for t in range(l):
                 G[t] += y[t] * d * col[idx[t]]
 
@@ -500,11 +664,11 @@ def gradient_from_alpha(
     cdef Py_ssize_t j, t
     cdef const double* col
     cdef double coef
-    for j in range(l):
-        if alpha[j] != 0.0:
-            col = store.column(idx[j])
-            coef = y[j] * alpha[j]
-            with nogil:
+    with nogil:
+        for j in range(l):
+            if alpha[j] != 0.0:
+                col = store.column(idx[j])
+                coef = y[j] * alpha[j]
                 for t in range(l):
                     Gv[t] += y[t] * coef * col[idx[t]]
     return G
@@ -519,9 +683,9 @@ def gather_block(
     cdef double[::1, :] view = out
     cdef const double* col
     cdef Py_ssize_t k, r
-    for k in range(n_cols):
-        col = store.column(cols[k])
-        with nogil:
+    with nogil:
+        for k in range(n_cols):
+            col = store.column(cols[k])
             for r in range(n_rows):
                 view[r, k] = col[rows[r]]
     return out

@@ -17,6 +17,8 @@ Optuna study's trials) computes them once per data set and fold plan.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import functools
 import hashlib
@@ -183,15 +185,53 @@ def _nbytes(value) -> int:
 
 _DIGESTS: dict[int, tuple[weakref.ref, tuple, bytes]] = {}
 _DIGEST_LOCK = threading.Lock()
+_DIGEST_SCOPE: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "exact_digest_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def digest_scope():
+    """Within it, each array's digest is taken once and reused.
+
+    One call that runs many candidates on the same data (a search's ``fit``)
+    runs them in one scope: the data does not change during the call, so
+    ``X`` is read once per call rather than once per candidate. The scope
+    holds the arrays it has digested until it ends; it is not seen by other
+    threads or processes, which digest again (the same digest).
+    """
+    token = _DIGEST_SCOPE.set({})
+    try:
+        yield
+    finally:
+        _DIGEST_SCOPE.reset(token)
+
+
+def _layout(array) -> tuple:
+    if sp.issparse(array):
+        return (array.format, array.shape, id(array.data), id(array.indices))
+    return (array.ctypes.data, array.shape, array.strides, array.dtype.str)
 
 
 def _array_digest(array) -> bytes:
     """A sha256 of an array's dtype, shape and values (of a CSR matrix's parts)."""
+    scope = _DIGEST_SCOPE.get()
+    if scope is None or not (isinstance(array, np.ndarray) or sp.issparse(array)):
+        return _digest(array)
+    known = scope.get(id(array))
+    if known is not None and known[0] is array and known[1] == _layout(array):
+        return known[2]
+    digest = _digest(array)
+    scope[id(array)] = (array, _layout(array), digest)
+    return digest
+
+
+def _digest(array) -> bytes:
     if sp.issparse(array):
         array = array.tocsr()
         h = hashlib.sha256(f"csr{array.shape}".encode())
         for part in (array.data, array.indices, array.indptr):
-            h.update(_array_digest(part))
+            h.update(_digest(part))
         return h.digest()
     array = np.asarray(array)
     remembered = (
@@ -324,6 +364,68 @@ class _DiscreteNBStats:
         if present.all():
             return self.classes, counts, features
         return self.classes[present], counts[present], features[present]
+
+    def folds(self, leaves: np.ndarray):
+        """:meth:`fold` of several leaves at once, stacked on a first axis.
+
+        Every class is kept (a fold without rows of a class has a zero row
+        count there); the subtraction is :meth:`fold`'s, element for element.
+        """
+        m = leaves.shape[0]
+        position = np.full(self.groups.ptr.shape[0] - 1, -1, dtype=np.intp)
+        position[leaves] = np.arange(m)
+        group_leaf = position[self.groups.chunk]
+        taken = np.flatnonzero(group_leaf >= 0)
+        at, klass = group_leaf[taken], self.groups.klass[taken]
+        features = np.repeat(self.features[None], m, axis=0)
+        features[at, klass] -= _dense_rows(self.group_features, taken)
+        counts = np.repeat(self.counts[None], m, axis=0)
+        counts[at, klass] -= self.group_counts[taken]
+        rows = np.repeat(self.rows[None], m, axis=0)
+        rows[at, klass] -= self.groups.n_rows[taken]
+        return counts, features, rows
+
+
+def _discrete_nb_jll(model, alpha, counts, features, X_test) -> np.ndarray:
+    """``_joint_log_likelihood`` of stacked fold models on stacked test rows.
+
+    ``counts`` is ``(m, c)``, ``features`` ``(m, c, d)`` and ``X_test``
+    ``(m, n_test, d)``: the operations of the estimator's
+    ``_update_feature_log_prob``, ``_update_class_log_prior`` and
+    ``_joint_log_likelihood``, element for element, each fold's product
+    a matrix product of the same shapes as ``predict``'s, so the values are
+    ``predict``'s bit for bit (tested against the fold-by-fold path).
+    """
+    name = type(model).__name__
+    n_classes = counts.shape[1]
+    if model.class_prior is not None:
+        prior = np.log(np.asarray(model.class_prior))[None, :]
+    elif model.fit_prior:
+        with np.errstate(divide="ignore"):
+            log_counts = np.log(counts)
+        prior = log_counts - np.log(counts.sum(axis=1))[:, None]
+    else:
+        prior = np.full((1, n_classes), -np.log(n_classes))
+    if name == "MultinomialNB":
+        smoothed_fc = features + alpha
+        smoothed_cc = smoothed_fc.sum(axis=2)
+        log_prob = np.log(smoothed_fc) - np.log(smoothed_cc[:, :, None])
+        return np.matmul(X_test, log_prob.transpose(0, 2, 1)) + prior[:, None, :]
+    if name == "ComplementNB":
+        comp_count = features.sum(axis=1)[:, None, :] + alpha - features
+        logged = np.log(comp_count / comp_count.sum(axis=2, keepdims=True))
+        log_prob = logged / logged.sum(axis=2, keepdims=True) if model.norm else -logged
+        jll = np.matmul(X_test, log_prob.transpose(0, 2, 1))
+        if n_classes == 1:
+            jll += prior[:, None, :]
+        return jll
+    smoothed_fc = features + alpha  # BernoulliNB
+    smoothed_cc = counts + alpha * 2
+    log_prob = np.log(smoothed_fc) - np.log(smoothed_cc[:, :, None])
+    neg_prob = np.log(1 - np.exp(log_prob))
+    jll = np.matmul(X_test, (log_prob - neg_prob).transpose(0, 2, 1))
+    jll += (prior + neg_prob.sum(axis=2))[:, None, :]
+    return jll
 
 
 class _GaussianNBStats:
@@ -628,13 +730,30 @@ class _GramStats:
             Xw = sp.diags(root_w) @ Xs if self.sparse else Xs * root_w[:, None]
             Yw = Y * root_w[:, None]
         self._Xw, self._Yw = Xw, Yw
+        # With unit weights and the chunk Grams kept, each chunk's residual sum
+        # of squares under any coefficients follows from its moments (see
+        # held_out_r2), so scoring R^2 reads no row.
+        self.moments = weights is None and self.keep_grams
         if self.keep_grams:
             self.chunk_gram = np.empty((k, n_features, n_features))
             self.chunk_xy = np.empty((k, n_features, Y.shape[1]))
+            if self.moments:
+                self.chunk_y_mean = np.empty((k, Y.shape[1]))
+                self.chunk_u_sum = np.empty((k, Y.shape[1]))
+                self.chunk_uu = np.empty((k, Y.shape[1]))
+                self.chunk_xu = np.empty((k, n_features, Y.shape[1]))
             for chunk in range(k):
-                self.chunk_gram[chunk], self.chunk_xy[chunk] = self._chunk_products(
-                    chunk
-                )
+                rows = self.chunks.rows(chunk)
+                Xc, Yc = Xw[rows], Yw[rows]
+                self.chunk_gram[chunk] = _dense(Xc.T @ Xc)
+                self.chunk_xy[chunk] = _dense(Xc.T @ Yc)
+                if self.moments:
+                    mean = Yc.mean(axis=0)
+                    U = Yc - mean
+                    self.chunk_y_mean[chunk] = mean
+                    self.chunk_u_sum[chunk] = U.sum(axis=0)
+                    self.chunk_uu[chunk] = np.einsum("ij,ij->j", U, U)
+                    self.chunk_xu[chunk] = _dense(Xc.T @ U)
             self.gram = self.chunk_gram.sum(axis=0)
             self.xy = self.chunk_xy.sum(axis=0)
             # The rows are not needed again: the cache holds statistics only.
@@ -690,6 +809,45 @@ class _GramStats:
         with self._fold_lock:
             self._folds[leaf] = solved
         return solved
+
+    def held_out_r2(self, leaf: int, coef, intercept) -> float | None:
+        """R^2 of a linear model on the rows chunk ``leaf`` holds out, or None.
+
+        With ``u = y - mean(y)`` over the chunk and ``e`` the prediction's
+        offset from that mean, the residual sum of squares is
+        ``u'u - 2 b'X'u + b'X'X b + 2 e b'sum(X) - 2 e sum(u) + n e^2`` (``X``
+        shifted), which needs only the chunk's moments. None (score from the
+        rows instead) where ``r2_score`` would not divide (fewer than two rows,
+        a constant target) or where the terms are so much larger than the
+        total and the residual sums of squares that their cancellation could
+        cost more than 1e-11 of the score (relative, for a score below -1).
+        """
+        n = self.chunk_w[leaf]
+        uu = self.chunk_uu[leaf]
+        if n < 2 or not np.all(uu > 0):
+            return None
+        B = np.atleast_2d(coef)
+        gram, xu = self.chunk_gram[leaf], self.chunk_xu[leaf]
+        sx = self.chunk_x[leaf]
+        offset = B @ self.shift + intercept - self.chunk_y_mean[leaf]
+        quad = np.einsum("jd,dj->j", B, gram @ B.T)
+        cross = np.einsum("jd,dj->j", B, xu)
+        along = B @ sx
+        u_sum = self.chunk_u_sum[leaf]
+        sse = uu - 2 * cross + quad + 2 * offset * along - 2 * offset * u_sum
+        sse = sse + n * offset * offset
+        magnitude = (
+            uu
+            + 2 * np.einsum("jd,dj->j", np.abs(B), np.abs(xu))
+            + np.einsum("jd,dj->j", np.abs(B), np.abs(gram) @ np.abs(B).T)
+            + 2 * np.abs(offset * along)
+            + 2 * np.abs(offset * u_sum)
+            + n * offset * offset
+        )
+        rounding = (B.shape[1] + np.sqrt(n)) * np.finfo(float).eps
+        if np.any(rounding * magnitude > 1e-11 * np.maximum(uu, sse)):
+            return None
+        return float(np.mean(1.0 - sse / uu))
 
 
 def _dense(value) -> np.ndarray:
@@ -1285,6 +1443,13 @@ class ExactStatisticsBackend(Backend):
             else task.scoring in (None, "r2")
         )
         least_squares = isinstance(family, _LeastSquares)
+        # R^2 (the regressors' default score) from the held-out chunk's moments.
+        moments_r2 = (
+            least_squares
+            and not isinstance(y, tuple)
+            and task.scoring in (None, "r2")
+            and stats.moments
+        )
         if least_squares and isinstance(y, tuple):
             labels, classes, _ = y
             index = np.searchsorted(classes, labels)
@@ -1294,6 +1459,19 @@ class ExactStatisticsBackend(Backend):
                 minlength=chunks.n_chunks * n_classes,
             ).reshape(chunks.n_chunks, n_classes)
             class_rows = chunk_rows.sum(axis=0)
+        if (
+            native
+            and isinstance(family, _DiscreteNB)
+            and not task.return_estimator
+            and not sp.issparse(X)
+            and (
+                type(prototype).__name__ != "BernoulliNB"
+                or np.ndim(prototype.alpha) == 0
+            )
+        ):
+            return _run_discrete_nb(
+                task, family, prototype, stats, X, hit, pending_time
+            )
         leaves = []
         for leaf in range(task.plan.n_splits):
             tic = time.perf_counter()
@@ -1326,7 +1504,16 @@ class ExactStatisticsBackend(Backend):
             elif native:
                 scores, score_time = _score_native(task, model, X, leaf)
             else:
-                scores, score_time = task.score(model, leaf)
+                tic = time.perf_counter()
+                r2 = (
+                    stats.held_out_r2(leaf, model.coef_, model.intercept_)
+                    if moments_r2
+                    else None
+                )
+                if r2 is None:
+                    scores, score_time = task.score(model, leaf)
+                else:
+                    scores, score_time = {"score": r2}, time.perf_counter() - tic
             result = task.leaf_result(
                 leaf,
                 scores,
@@ -1380,6 +1567,93 @@ def _fit_fold(task: CVTask, prototype, leaf: int):
     """A fold the statistics cannot make (fewer than two classes): ``fit`` it."""
     X, y, params = task.rows(task.plan.train_indices(leaf))
     return clone(prototype).fit(X, y, **params)
+
+
+def _run_discrete_nb(task, family, prototype, stats, X, hit, pending_time):
+    """Every fold of a discrete naive Bayes run, scored in stacked batches.
+
+    No fitted estimator is built per fold (none is returned): the folds'
+    counts are stacked, and their log-probabilities and the held-out rows'
+    joint log-likelihoods computed a batch of folds at a time, each fold's
+    held-out rows in one matrix product, as ``predict`` computes them (folds
+    of equal test size share a batch). A fold lacking a class (whose model
+    drops it, as ``fit`` does) is made and scored on its own.
+    """
+    plan = task.plan
+    k = plan.n_splits
+    tic = time.perf_counter()
+    checked = copy.copy(prototype)
+    checked.n_features_in_ = X.shape[1]
+    alpha = checked._check_alpha()
+    scores = np.empty(k)
+    sizes = np.diff(plan.bounds)
+    classes = stats.classes
+    n_classes, n_features = stats.features.shape
+    per_batch = max(1, 2**20 // max(1, n_classes * n_features))
+    y = task.y
+    alone = []
+    for size in np.unique(sizes):
+        same = np.flatnonzero(sizes == size)
+        for start in range(0, same.shape[0], per_batch):
+            batch = same[start : start + per_batch]
+            counts, features, rows = stats.folds(batch)
+            full = np.all(rows > 0, axis=1)
+            alone.extend(batch[~full].tolist())
+            if not full.any():
+                continue
+            batch, counts, features = batch[full], counts[full], features[full]
+            index = plan.sample_order[plan.bounds[batch][:, None] + np.arange(size)]
+            jll = _discrete_nb_jll(prototype, alpha, counts, features, X[index])
+            predicted = classes[np.argmax(jll, axis=2)]
+            scores[batch] = np.mean(predicted == y[index], axis=1)
+    batch_time = time.perf_counter() - tic
+    fit_time = np.full(k, batch_time / k)
+    fit_time[0] += pending_time
+    score_time = np.zeros(k)
+    n_features_in = X.shape[1]
+    for leaf in alone:
+        tic = time.perf_counter()
+        model = family.fold_model(copy.copy(prototype), stats, leaf, n_features_in)
+        fit_time[leaf] += time.perf_counter() - tic
+        result, score_time[leaf] = _score_native(task, model, X, leaf)
+        scores[leaf] = result["score"]
+    fed = np.zeros(k, dtype=np.int64)
+    fed[0] = 0 if hit else plan.n_samples
+    return _leaf_columns(task, {"score": scores}, fed, fit_time, score_time, hit)
+
+
+def _leaf_columns(task, scores, fed, fit_time, score_time, hit) -> LeafTable:
+    """The table of leaves ``0 .. k-1`` from columns, each leaf emitted in turn.
+
+    A :class:`LeafResult` is made only for a listener (``task.on_leaf``).
+    """
+    plan = task.plan
+    k = plan.n_splits
+    if task.on_leaf is not None:
+        for leaf in range(k):
+            task.emit(
+                task.leaf_result(
+                    leaf,
+                    {name: float(values[leaf]) for name, values in scores.items()},
+                    fed[leaf],
+                    fit_time[leaf],
+                    score_time[leaf],
+                    None,
+                    {"statistics_hit": hit},
+                )
+            )
+    leaves = np.arange(k, dtype=np.intp)
+    return LeafTable(
+        split=plan.split_index[leaves].astype(np.intp),
+        leaf=leaves,
+        scores={
+            name: np.asarray(values, dtype=float) for name, values in scores.items()
+        },
+        n_samples_fed=np.asarray(fed, dtype=np.int64),
+        fit_time=np.asarray(fit_time, dtype=float),
+        score_time=np.asarray(score_time, dtype=float),
+        extras={"statistics_hit": [hit] * k},
+    )
 
 
 def _native_accuracy(task: CVTask) -> bool:

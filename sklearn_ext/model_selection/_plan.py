@@ -6,6 +6,7 @@ import numbers
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from sklearn.model_selection import LeaveOneOut
 from sklearn.utils import check_random_state
 
 from sklearn_ext._fast._random import shuffle_node_feed
@@ -198,12 +199,17 @@ class FoldPlan:
         check_order(order, "FoldPlan")
         seed = _draw_seed(random_state) if order == "randomized" else None
         n_samples = _num_samples(X)
-        pairs = [
-            (np.asarray(train, dtype=np.intp).ravel(), np.asarray(test))
-            for train, test in cv.split(X, y, groups)
-        ]
+        if type(cv) is LeaveOneOut and n_samples >= 2:
+            # Its splits are known without asking for n complements: row i
+            # alone, in order, trained on the rest.
+            pairs = [(None, test) for test in np.arange(n_samples)[:, None]]
+        else:
+            pairs = [
+                (np.asarray(train, dtype=np.intp).ravel(), np.asarray(test))
+                for train, test in cv.split(X, y, groups)
+            ]
         train_folds = [
-            None if _is_complement(train, test, n_samples) else train
+            None if train is None or _is_complement(train, test, n_samples) else train
             for train, test in pairs
         ]
         try:

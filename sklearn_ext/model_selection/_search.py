@@ -36,6 +36,7 @@ from sklearn_ext.model_selection._backends import (
     summarize_extras,
 )
 from sklearn_ext.model_selection._choice import choose_backend
+from sklearn_ext.model_selection._exact import digest_scope
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._regime import (
     fit_is_one_pass,
@@ -436,7 +437,8 @@ class TreeCVSearchCV(BaseSearchCV):
             )
             return results
 
-        self._run_search(evaluate_candidates)
+        with digest_scope():  # The data is read once for the statistics keys.
+            self._run_search(evaluate_candidates)
         self._warn_about_regime(regimes, all_candidate_params, base_estimator)
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
         if callable(self.scoring) and self.multimetric_:
@@ -650,6 +652,7 @@ def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext
         error_score=context.error_score,
     )
     plan = context.plan
+    _print_starts(context, parameters, progress, plan.n_splits)
     tic = time.time()
     try:
         table = backend.run(task)
@@ -734,18 +737,43 @@ def _candidate_columns(outcomes: list[_Outcome]) -> dict[str, list]:
     }
 
 
+def _progress_msg(verbose: int, split: int, n_splits: int, progress) -> str:
+    """The ``" 2/5; 1/4"`` of ``_fit_and_score``'s lines: split, then candidate."""
+    if verbose <= 2:
+        return ""
+    message = f" {split + 1}/{n_splits}"
+    if verbose > 9:
+        message += f"; {progress[0] + 1}/{progress[1]}"
+    return message
+
+
+def _params_msg(parameters) -> str:
+    return ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
+
+
+def _print_starts(context: _SearchContext, parameters, progress, n_splits) -> None:
+    """``GridSearchCV``'s START lines (``verbose > 9``), before the tree runs.
+
+    The tree trains a candidate's folds together, so all of them start here;
+    ``GridSearchCV`` prints each START just before its own fit.
+    """
+    if context.verbose <= 9:
+        return
+    params_msg = _params_msg(parameters)
+    for j in range(n_splits):
+        progress_msg = _progress_msg(context.verbose, j, n_splits, progress)
+        start_msg = f"[CV{progress_msg}] START {params_msg}"
+        print(f"{start_msg}{(80 - len(start_msg)) * '.'}")
+
+
 def _print_splits(context: _SearchContext, parameters, progress, splits) -> None:
     """``GridSearchCV``'s per-split lines (``verbose > 1``), after the tree ran."""
     verbose = context.verbose
     if verbose <= 1:
         return
-    params_msg = ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
+    params_msg = _params_msg(parameters)
     for j, split in enumerate(splits):
-        progress_msg = ""
-        if verbose > 2:
-            progress_msg = f" {j + 1}/{len(splits)}"
-            if verbose > 9:
-                progress_msg += f"; {progress[0] + 1}/{progress[1]}"
+        progress_msg = _progress_msg(verbose, j, len(splits), progress)
         end_msg = f"[CV{progress_msg}] END "
         result_msg = params_msg + (";" if params_msg else "")
         test, train = split["test_scores"], split.get("train_scores")

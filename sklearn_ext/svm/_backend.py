@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from typing import ClassVar
 
 import numpy as np
@@ -10,7 +11,12 @@ from sklearn.svm import SVC
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 from sklearn_ext.svm._classes import AlphaSeededSVC
-from sklearn_ext.svm._cv import as_alpha_seeded, is_native_scoring, run_folds
+from sklearn_ext.svm._cv import (
+    as_alpha_seeded,
+    chain_count,
+    is_native_scoring,
+    run_folds,
+)
 from sklearn_ext.svm._seeding import SEEDINGS
 from sklearn_ext.svm._warm_start import WarmStartStore, store_in_use
 
@@ -23,8 +29,18 @@ class AlphaSeedingBackend(Backend):
     Runs :class:`~sklearn_ext.svm.AlphaSeededSVC` and scikit-learn's
     :class:`~sklearn.svm.SVC` (whose parameters an ``AlphaSeededSVC`` takes
     over; the fold models are ``AlphaSeededSVC`` instances). All folds share one
-    kernel store. Folds are solved one after the other since each seeds the
-    next, so ``n_jobs`` is not used. ``LeafResult.n_samples_fed`` is the fold's
+    kernel store. The folds, in leaf order, are cut into as many contiguous
+    seeding chains as ``n_jobs`` asks, each fold seeded from the previous one
+    of its chain; the chains run in threads (the SMO loops and kernel reads
+    release the GIL, the dense matrix is shared read-only, column caches are
+    split so the memory budget holds). ``n_jobs=None`` (the default) uses
+    every thread the process may use (:func:`joblib.cpu_count`, capped by the
+    BLAS/OpenMP thread limit in force, so a joblib worker limited to one
+    thread runs one chain), never more chains than folds, and one chain below
+    1,000 rows; ``n_jobs=1`` runs one chain. Own threads rather than joblib:
+    the chains share one in-memory kernel store, which processes could not.
+    A chain's first fold starts cold, so results agree with one chain's within
+    ``tol``, not bit for bit. ``LeafResult.n_samples_fed`` is the fold's
     number of training rows and ``fit_time`` its seeding plus solving time.
     With ``probability=True`` (``SVC``'s included) each fold model also fits its
     own Platt sigmoids from an internal CV on its training rows (counted in
@@ -137,45 +153,60 @@ class AlphaSeedingBackend(Backend):
         # Accuracy is computed from the shared kernel store (the test rows'
         # kernel values are already there); other metrics go through the scorer.
         native = is_native_scoring(task.scoring)
+        test_rows = task.plan.test_indices
+
+        def accuracy(solution):
+            # In the chain's thread: the kernel reads release the GIL.
+            tic = time.perf_counter()
+            test = test_rows(solution.fold)
+            value = solution.accuracy(test, task.y[test])
+            return {"score": value}, time.perf_counter() - tic
+
         leaves = []
-        for solution in run_folds(
+        folds = run_folds(
             model,
             task.X,
             task.y,
             task.plan,
             seeding=self.seeding,
             random_state=self.random_state,
-        ):
-            if native:
-                tic = time.perf_counter()
-                test = task.plan.test_indices(solution.fold)
-                scores = {"score": solution.accuracy(test, task.y[test])}
-                score_time = time.perf_counter() - tic
-            else:
-                scores, score_time = task.score(solution.model, solution.fold)
-            extras = {
-                "n_iter": solution.n_iter,
-                "seed_time": solution.seed_time,
-                "objective": solution.objective,
-            }
-            if with_store:
-                seeded = ~np.isnan(solution.model.warm_start_C_)
-                extras.update(
-                    warm_start_seed=np.nan
-                    if solution.warm_start_C is None
-                    else solution.warm_start_C,
-                    warm_start_hits=int(seeded.sum()),
-                    warm_start_skips=solution.warm_start_skips,
-                )
-            leaf = task.leaf_result(
-                solution.fold,
-                scores,
-                solution.n_train,
-                solution.seed_time + solution.fit_time,
-                score_time,
-                solution.model,
-                extras,
-            )
-            leaves.append(leaf)
-            task.emit(leaf)
+            n_chains=chain_count(task.n_jobs, task.plan.n_splits, task.plan.n_samples),
+            score=accuracy if native else None,
+        )
+        # Closed on the way out, so that a stopped run waits for its chains.
+        with closing(folds):
+            for solution in folds:
+                self._emit(task, solution, native, with_store, leaves)
         return LeafTable.from_leaves(leaves)
+
+    @staticmethod
+    def _emit(task, solution, native, with_store, leaves) -> None:
+        if native:
+            scores, score_time = solution.scores
+        else:
+            scores, score_time = task.score(solution.model, solution.fold)
+        extras = {
+            "n_iter": solution.n_iter,
+            "seed_time": solution.seed_time,
+            "objective": solution.objective,
+        }
+        if with_store:
+            seeded = ~np.isnan(solution.model.warm_start_C_)
+            extras.update(
+                warm_start_seed=np.nan
+                if solution.warm_start_C is None
+                else solution.warm_start_C,
+                warm_start_hits=int(seeded.sum()),
+                warm_start_skips=solution.warm_start_skips,
+            )
+        leaf = task.leaf_result(
+            solution.fold,
+            scores,
+            solution.n_train,
+            solution.seed_time + solution.fit_time,
+            score_time,
+            solution.model,
+            extras,
+        )
+        leaves.append(leaf)
+        task.emit(leaf)

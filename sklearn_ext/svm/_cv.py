@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import clone
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import StrOptions
+from threadpoolctl import threadpool_limits
 
 from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._validation import tree_cross_validate
 from sklearn_ext.svm._classes import AlphaSeededSVC, _pairs, _StoreKeys
-from sklearn_ext.svm._kernel_store import KernelStore
+from sklearn_ext.svm._kernel_store import KernelStore, available_threads
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
 from sklearn_ext.svm._solver import PairProblem, pair_rows
 from sklearn_ext.utils._param_validation import validate_params
@@ -24,10 +28,15 @@ from sklearn_ext.utils._param_validation import validate_params
 __all__ = [
     "alpha_seeded_cv",
     "as_alpha_seeded",
+    "chain_count",
     "is_native_scoring",
     "FoldSolution",
     "run_folds",
 ]
+
+#: Below this many rows a run uses one seeding chain: threads cost more than
+#: they give on folds solved in milliseconds.
+MIN_ROWS_FOR_CHAINS = 1000
 
 #: SVC parameters that AlphaSeededSVC takes over as they are.
 _SHARED_PARAMS = (
@@ -91,6 +100,8 @@ class FoldSolution:
     store: KernelStore | None = None
     warm_start_C: float | None = None
     warm_start_skips: int = 0
+    #: What ``run_folds``'s ``score`` returned for this fold, if given.
+    scores: Any = None
 
     def accuracy(self, test_rows, y_test) -> float:
         """Accuracy on global rows ``test_rows``, reading the kernel store."""
@@ -123,11 +134,25 @@ def run_folds(
     *,
     seeding: str = "sir",
     random_state: int = 0,
+    n_chains: int = 1,
+    score=None,
 ):
-    """Solve every fold of ``plan`` in order, seeding each from the previous.
+    """Solve every fold of ``plan``, each seeded from the previous one of its chain.
 
-    Yields one :class:`FoldSolution` per fold, as soon as it is solved; the
-    caller scores it (and may raise to stop the run).
+    The folds (in leaf order) are cut into ``n_chains`` contiguous seeding
+    chains (fewer if there are fewer folds). One chain runs in the calling
+    thread; several run in as many threads, sharing the kernel store (see
+    :meth:`KernelStore.partition`), with the SMO loops free of the GIL. Each
+    chain's first fold starts cold, the others from their predecessor: every
+    fold is still solved to ``tol``, so the models agree with one chain's
+    within ``tol``.
+
+    Yields one :class:`FoldSolution` per fold as soon as it is solved (in any
+    order with several chains); the caller scores it and may raise to stop
+    the run (running chains finish their current fold, then stop; close the
+    generator to wait for them). ``score``, if given, is called as
+    ``score(solution)`` in the thread that solved the fold, and its result is
+    kept in ``solution.scores``.
     """
     if not isinstance(seeding, str) or seeding not in SEEDINGS:
         raise ValueError(
@@ -148,13 +173,46 @@ def run_folds(
     gamma = model._resolve_gamma(X)
     keys = _StoreKeys(model, X, y, gamma)
     store = keys.kernel_store(X, gamma)
-    rng = np.random.default_rng(random_state)
-    n = X.shape[0]
-    everything = np.ones(n, dtype=bool)
-    previous: list[PairProblem] | None = None
-    for fold in range(plan.n_splits):
+    run = _Run(model, X, y, classes, y_enc, gamma, keys, seeding, score)
+    chains = [
+        chain.tolist()
+        for chain in np.array_split(np.arange(plan.n_splits), max(1, n_chains))
+        if chain.shape[0]
+    ]
+    if len(chains) == 1:
+        rng = np.random.default_rng(random_state)
+        previous = None
+        for fold in chains[0]:
+            solution, previous = run.solve(plan, fold, store, previous, rng)
+            yield solution
+        return
+    yield from _run_chains(run, plan, store, chains, random_state)
+
+
+@dataclass
+class _Run:
+    """What every fold of one alpha-seeded run shares."""
+
+    model: AlphaSeededSVC
+    X: Any
+    y: np.ndarray
+    classes: np.ndarray
+    y_enc: np.ndarray
+    gamma: float
+    keys: _StoreKeys
+    seeding: str
+    score: Any = None
+
+    def solve(self, plan, fold, store, previous, rng):
+        """Seed fold ``fold`` from ``previous`` (its chain's last problems), solve.
+
+        Returns the :class:`FoldSolution` and the fold's problems (the next
+        fold's seed).
+        """
+        model, keys, y_enc, classes = self.model, self.keys, self.y_enc, self.classes
+        n_classes = classes.shape[0]
         tic = time.perf_counter()
-        train_mask = everything.copy()
+        train_mask = np.ones(y_enc.shape[0], dtype=bool)
         train_mask[plan.test_indices(fold)] = False
         rows = np.flatnonzero(train_mask).astype(np.intp)
         present = np.unique(y_enc[rows])
@@ -190,7 +248,7 @@ def run_folds(
             if previous is not None and (found is None or not found[1]):
                 # Of two seeds, start from the one with the lower dual objective.
                 by_fold = seed_pair(
-                    store, previous[p], idx, y_pm, C, seeding=seeding, rng=rng
+                    store, previous[p], idx, y_pm, C, seeding=self.seeding, rng=rng
                 )
                 if found is None or by_fold.objective() < problem.objective():
                     problem, found = by_fold, None
@@ -201,6 +259,7 @@ def run_folds(
         for problem, found in zip(problems, seeds, strict=True):
             keys.solve(store, problem, found, rows, seeded=True)
         fold_model.classes_ = classes
+        X, y = self.X, self.y
         if fold_model.probability:
             # Each fold model gets its own Platt sigmoids from an internal CV
             # on its training rows, as SVC(probability=True) fitted on them.
@@ -214,11 +273,10 @@ def run_folds(
         fit_time = time.perf_counter() - tic
 
         fold_model.n_features_in_ = X.shape[1]
-        fold_model._set_model(problems, X, gamma, n_classes)
+        fold_model._set_model(problems, X, self.gamma, n_classes)
         fold_model._set_seeds(seeds)
         seed_Cs = fold_model.warm_start_C_[~np.isnan(fold_model.warm_start_C_)]
-        previous = problems
-        yield FoldSolution(
+        solution = FoldSolution(
             fold=fold,
             model=fold_model,
             n_iter=int(fold_model.n_iter_.sum()),
@@ -230,6 +288,90 @@ def run_folds(
             warm_start_C=float(seed_Cs[0]) if seed_Cs.shape[0] else None,
             warm_start_skips=int(fold_model.warm_start_skipped_.sum()),
         )
+        if self.score is not None:
+            solution.scores = self.score(solution)
+        return solution, problems
+
+
+class _SerializedStore:
+    """A warm-start store whose reads and writes take turns (chains share it)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+
+    def lookup(self, *args, **kwargs):
+        with self._lock:
+            return self._store.lookup(*args, **kwargs)
+
+    def put(self, *args, **kwargs):
+        with self._lock:
+            return self._store.put(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def _run_chains(run: _Run, plan, store: KernelStore, chains, random_state):
+    """Run the seeding chains in threads; yield their solutions as they come."""
+    views = store.partition(len(chains))
+    if run.keys.store is not None:
+        run.keys.store = _SerializedStore(run.keys.store)
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def chain(c: int, folds: list[int]) -> None:
+        rng = np.random.default_rng(random_state if c == 0 else (random_state, c))
+        previous = None
+        try:
+            for fold in folds:
+                if stop.is_set():
+                    return
+                solution, previous = run.solve(plan, fold, views[c], previous, rng)
+                results.put(solution)
+        except BaseException as exc:  # handed to the caller's thread
+            results.put(exc)
+        finally:
+            results.put(None)
+
+    threads = [
+        threading.Thread(target=chain, args=(c, folds), name=f"alpha-seeding-chain-{c}")
+        for c, folds in enumerate(chains)
+    ]
+    # One BLAS thread per chain; nested runs (probability=True's inner CV)
+    # then see a one-thread budget and run one chain.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for thread in threads:
+            thread.start()
+        try:
+            running = len(threads)
+            while running:
+                item = results.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+
+
+def chain_count(n_jobs, n_splits: int, n_samples: int) -> int:
+    """How many seeding chains a run of ``n_splits`` folds uses.
+
+    ``n_jobs=None`` means every thread this process may use
+    (:func:`available_threads`), since users do not tune thread counts;
+    otherwise joblib's meaning (``-1`` all CPUs, ``-2`` all but one). Never
+    more chains than folds, and one chain below :data:`MIN_ROWS_FOR_CHAINS`
+    rows, where starting threads costs more than it gives.
+    """
+    if n_samples < MIN_ROWS_FOR_CHAINS or n_splits < 2:
+        return 1
+    n = available_threads() if n_jobs is None else effective_n_jobs(n_jobs)
+    return max(1, min(int(n), n_splits))
 
 
 def is_native_scoring(scoring) -> bool:
@@ -247,6 +389,7 @@ def is_native_scoring(scoring) -> bool:
         "scoring": [str, callable, list, tuple, set, dict, None],
         "return_estimator": ["boolean"],
         "random_state": [Integral],
+        "n_jobs": [Integral, None],
     },
 )
 def alpha_seeded_cv(
@@ -259,6 +402,7 @@ def alpha_seeded_cv(
     scoring=None,
     return_estimator: bool = False,
     random_state: int = 0,
+    n_jobs: int | None = None,
 ) -> dict[str, Any]:
     """k-fold CV of a kernel SVM, each fold's SMO seeded from the previous fold.
 
@@ -303,6 +447,13 @@ def alpha_seeded_cv(
     random_state : int, default=0
         Seed of SIR's random replacements (used only when an added chunk has no
         point of a removed support vector's label).
+    n_jobs : int, default=None
+        Seeding chains run in parallel threads: the folds are cut into this
+        many contiguous chains sharing the kernel store. ``None`` uses every
+        thread the process may use (see
+        :class:`~sklearn_ext.svm.AlphaSeedingBackend`); ``1`` one chain,
+        ``-1`` all CPUs. Each chain's first fold starts cold, so the results
+        agree with one chain's within ``tol``.
 
     Returns
     -------
@@ -343,4 +494,5 @@ def alpha_seeded_cv(
         scoring=scoring,
         method=backend,
         return_estimator=return_estimator,
+        n_jobs=n_jobs,
     )

@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import cpu_count
 from sklearn.utils.extmath import safe_sparse_dot
+from threadpoolctl import threadpool_info, threadpool_limits
 
-from sklearn_ext._fast._smo import KernelColumns, gather_block
+from sklearn_ext._fast._smo import (
+    NATIVE_KERNELS,
+    KernelColumns,
+    finish_kernel_block,
+    gather_block,
+)
 
-__all__ = ["KernelStore", "kernel_budget", "kernel_matrix", "resolve_kernel_dtype"]
+__all__ = [
+    "KernelStore",
+    "available_threads",
+    "kernel_budget",
+    "kernel_matrix",
+    "resolve_kernel_dtype",
+]
 
 #: Share of the machine's memory that ``cache_size="auto"`` gives the kernel store.
 AUTO_MEMORY_FRACTION = 0.5
 
 _BLOCK_ROWS = 1024
+_NOT_FINITE = (
+    "The kernel values are not finite (NaN or infinity). The input data "
+    "may contain large values and need to be preprocessed."
+)
 # Sparse operands up to this many cells are densified: one dense GEMM beats a
 # sparse product whose result is dense anyway.
 _DENSIFY_CELLS = 2**25
@@ -41,6 +60,21 @@ def _memory_bytes() -> float:
         if limit.isdigit():
             total = min(total, float(limit))
     return total
+
+
+def available_threads() -> int:
+    """Threads this process may run at once for its own compute.
+
+    The CPUs it may use (:func:`joblib.cpu_count`: affinity and cgroup quota),
+    capped by the thread limit in force on the BLAS and OpenMP pools
+    (:mod:`threadpoolctl`): a joblib worker that was told to use one thread,
+    or a ``threadpool_limits(1)`` block, gets one.
+    """
+    n = max(1, int(cpu_count()))
+    limits = [info["num_threads"] for info in threadpool_info()]
+    if limits:
+        n = min(n, max(1, min(limits)))
+    return n
 
 
 def kernel_budget(cache_size) -> float:
@@ -137,10 +171,7 @@ def check_finite_kernel(values) -> None:
         if np.isfinite(np.sum(values)):
             return
     if not np.all(np.isfinite(values)):
-        raise ValueError(
-            "The kernel values are not finite (NaN or infinity). The input data "
-            "may contain large values and need to be preprocessed."
-        )
+        raise ValueError(_NOT_FINITE)
 
 
 def _densify(X):
@@ -231,28 +262,104 @@ class KernelStore:
         if isinstance(self.X, np.ndarray):
             self.X = np.ascontiguousarray(self.X, dtype=np.float64)
         self._sq = None if callable(kernel) else _row_norms_sq(self.X)
+        native = (
+            isinstance(kernel, str)
+            and kernel in NATIVE_KERNELS
+            and isinstance(self.X, np.ndarray)
+        )
         if self.dtype.itemsize * n * n <= budget:
-            K = np.empty((n, n), dtype=self.dtype)
-            buffer = None
-            for start in range(0, n, _BLOCK_ROWS):
-                stop = min(start + _BLOCK_ROWS, n)
-                if self.dtype == np.float64:
-                    self._block(slice(start, stop), out=K[start:stop])
-                else:
-                    if buffer is None or buffer.shape[0] != stop - start:
-                        buffer = np.empty((stop - start, n))
-                    block = self._block(slice(start, stop), out=buffer)
-                    with np.errstate(over="ignore"):
-                        K[start:stop] = block
-                # After the cast: a float64 value may overflow float32.
-                check_finite_kernel(K[start:stop])
+            if native:
+                K = self._build_native()
+            else:
+                K = self._build_blocks()
             self._set_dense(K, budget)
         else:
             n_slots = max(2, int(budget // (8.0 * n)))
-            self.columns = KernelColumns(n, compute=self._column, n_slots=n_slots)
+            if native:
+                # Columns computed without the GIL (one dgemv each).
+                self.columns = KernelColumns(
+                    n,
+                    n_slots=n_slots,
+                    data=self.X,
+                    sq=np.ascontiguousarray(self._sq, dtype=np.float64),
+                    kernel=kernel,
+                    gamma=float(gamma),
+                    degree=float(degree),
+                    coef0=float(coef0),
+                )
+            else:
+                self.columns = KernelColumns(n, compute=self._column, n_slots=n_slots)
             self.diag = self._diagonal()
             check_finite_kernel(self.diag)
             self.is_dense = False
+
+    def _build_blocks(self) -> np.ndarray:
+        """The whole matrix, block by block (callable kernels, sparse data)."""
+        n = self.n_samples
+        K = np.empty((n, n), dtype=self.dtype)
+        buffer = None
+        for start in range(0, n, _BLOCK_ROWS):
+            stop = min(start + _BLOCK_ROWS, n)
+            if self.dtype == np.float64:
+                self._block(slice(start, stop), out=K[start:stop])
+            else:
+                if buffer is None or buffer.shape[0] != stop - start:
+                    buffer = np.empty((stop - start, n))
+                block = self._block(slice(start, stop), out=buffer)
+                with np.errstate(over="ignore"):
+                    K[start:stop] = block
+            # After the cast: a float64 value may overflow float32.
+            check_finite_kernel(K[start:stop])
+        return K
+
+    def _build_native(self) -> np.ndarray:
+        """The whole matrix from dense rows: GEMM per block of rows, then one
+        fused pass (kernel function, cast, finiteness check) without the GIL.
+
+        Blocks are shared out to :func:`available_threads` threads, each
+        with a one-thread BLAS (two threads each running a two-thread GEMM
+        would fight over the cores).
+        """
+        n = self.n_samples
+        X, sq = self.X, np.ascontiguousarray(self._sq, dtype=np.float64)
+        K = np.empty((n, n), dtype=self.dtype)
+        starts = list(range(0, n, _BLOCK_ROWS))
+        n_threads = min(available_threads(), len(starts)) if len(starts) > 1 else 1
+
+        def build(start: int, buffer=None) -> bool:
+            stop = min(start + _BLOCK_ROWS, n)
+            out = K[start:stop]
+            dot = out if buffer is None else buffer[: stop - start]
+            np.dot(X[start:stop], X.T, out=dot)
+            return finish_kernel_block(
+                dot,
+                out,
+                sq[start:stop],
+                sq,
+                self.kernel,
+                float(self.gamma),
+                float(self.degree),
+                float(self.coef0),
+            )
+
+        def build_all(chunk: list[int]) -> bool:
+            buffer = None
+            if self.dtype != np.float64:
+                buffer = np.empty((min(_BLOCK_ROWS, n), n))
+            return all([build(start, buffer) for start in chunk])
+
+        if n_threads == 1:
+            finite = build_all(starts)
+        else:
+            chunks = [starts[t::n_threads] for t in range(n_threads)]
+            with (
+                threadpool_limits(limits=1, user_api="blas"),
+                ThreadPoolExecutor(n_threads) as pool,
+            ):
+                finite = all(pool.map(build_all, chunks))
+        if not finite:
+            raise ValueError(_NOT_FINITE)
+        return K
 
     def _set_dense(self, K, budget) -> None:
         n = self.n_samples
@@ -264,6 +371,22 @@ class KernelStore:
         spare = max(budget - K.nbytes, 0.0)
         n_slots = min(n, max(64, int(spare // (8.0 * max(n, 1)))))
         self.columns = KernelColumns(n, dense32=K, n_slots=n_slots)
+
+    def partition(self, n_parts: int) -> list[KernelStore]:
+        """``n_parts`` views of this store, one per thread that reads it.
+
+        A dense float64 matrix is read-only and shared as it is. Column caches
+        (the float64 columns of a float32 matrix, or the bounded columns) keep
+        LRU state that threads must not share: each view gets its own share of
+        the same slot memory, so the memory budget holds. This store's own
+        cache is emptied (the views overwrite its slots).
+        """
+        views = []
+        for columns in self.columns.partition(n_parts):
+            view = copy.copy(self)
+            view.columns = columns
+            views.append(view)
+        return views
 
     @property
     def nbytes(self) -> int:
