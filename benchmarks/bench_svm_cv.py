@@ -132,6 +132,8 @@ def bench(name, X, y, C, gamma, k, repeats, ato_max_rows):
 K_SLOPE = {
     "madelon": (None, 1.0, 1.0 / 500),
     "madelon-paper": (None, 1.0, 0.7071),
+    "heart": (None, 2182.0, 0.2),
+    "a9a": (8000, 100.0, 0.5),
 }
 K_SLOPE_KS = (5, 10, 20, 50, 100)
 K_SLOPE_MODES = ("none", "keep", "sir", "mir")
@@ -235,8 +237,9 @@ def k_slope(name, X, y, C, gamma, ks, repeats, modes=K_SLOPE_MODES) -> dict:
             f"  {k:4d} {label:<16}{t:9.3f}{fit:8.3f}{ms[0][2]:10d}{peak}{ms[0][3]:8.4f}"
         )
     labels = [f"{mode} 1 thread" for mode in modes] + ["sir 2 threads"]
-    print(f"  slopes against k = {', '.join(map(str, ks))} (log-log):")
-    for label in labels:
+    if len(ks) > 1:
+        print(f"  slopes against k = {', '.join(map(str, ks))} (log-log):")
+    for label in labels if len(ks) > 1 else ():
         rows = [table[(k, label)] for k in ks]
         print(
             f"    {label:<16} time {_slope(ks, [r[0] for r in rows]):5.2f}"
@@ -251,6 +254,8 @@ def k_slope(name, X, y, C, gamma, ks, repeats, modes=K_SLOPE_MODES) -> dict:
     for label in labels:
         t = table[(k_max, label)][0]
         print(f"    {label:<16} {t:7.3f} s  {t_svc / t:6.1f}x faster")
+    if "sir" not in modes or len(ks) < 2:
+        return table
     low, high = peaks[(min(ks), "sir 1 thread")], peaks[(k_max, "sir 1 thread")]
     print(
         f"  peak memory, sir 1 thread: k={k_max} {high:.1f} MB vs "
@@ -277,6 +282,12 @@ def main(argv=None) -> int:
         help="time against k (5..100) of every seeding mode on madelon; "
         "--sets picks among " + ", ".join(K_SLOPE),
     )
+    parser.add_argument("--ks", default=None, help="with --k-slope: e.g. '10,100'")
+    parser.add_argument(
+        "--modes",
+        default=",".join(K_SLOPE_MODES),
+        help="with --k-slope: seeding modes run on one thread",
+    )
     args = parser.parse_args(argv)
     if not data_dir().exists():
         print(
@@ -293,7 +304,10 @@ def main(argv=None) -> int:
                 print(f"{name}.npz not found in {data_dir()}; skipped.")
                 continue
             ks = (5, 10) if args.quick else K_SLOPE_KS
-            k_slope(name, *data, C, gamma, ks, args.repeats or 3)
+            if args.ks:
+                ks = tuple(int(k) for k in args.ks.split(","))
+            modes = tuple(args.modes.split(","))
+            k_slope(name, *data, C, gamma, ks, args.repeats or 3, modes)
         return 0
     sets = QUICK if args.quick else SETS
     names = args.sets.split(",") if args.sets else list(sets)
