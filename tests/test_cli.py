@@ -387,6 +387,30 @@ def test_saved_model_reproduces_the_best_trials_value(tmp_path, capsys, learner)
     assert abs(scores.mean() - best.value) <= 1e-12
 
 
+def test_saved_model_after_standard_cv_is_the_learners_fit(tmp_path, capsys):
+    import joblib
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    from optuna_treecv import TreeCVObjective
+
+    path = tmp_path / "model.joblib"
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
+                "--backend", "standard", "--no-baseline", "--save-model",
+                path)  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "trained as the trials scored it: SGDClassifier.fit." in out
+    model = joblib.load(path)
+    assert type(model).__name__ == "SGDClassifier"
+    estimator, space = make_learner("sgd", random_state=0)
+    X, y = load_dataset("iris")
+    plan = TreeCVObjective(estimator, space, X, y, cv=3, random_state=0).fold_plan_
+    scores = cross_val_score(clone(model), X, y, cv=list(plan.split()))
+    best = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/cli.db")
+    assert abs(scores.mean() - best.best_value) <= 1e-12
+
+
 def test_final_model_is_built_without_saving(tmp_path, capsys):
     argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
                 "--no-baseline")  # fmt: skip
