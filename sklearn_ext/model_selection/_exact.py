@@ -1538,7 +1538,8 @@ class ExactStatisticsBackend(Backend):
         h.update(repr(self.gram_budget).encode())
         h.update(_array_digest(task.X))
         h.update(b"|y" + (b"-" if task.y is None else _array_digest(task.y)))
-        h.update(b"|w" + (b"-" if weights is None else _array_digest(weights)))
+        # Weights are made afresh per run (class weights folded in): not scoped.
+        h.update(b"|w" + (b"-" if weights is None else _digest(weights)))
         h.update(_plan_digest(task.plan))
         return h.digest()
 
