@@ -13,7 +13,7 @@ $(BIN)/python:
 
 $(STAMP): $(SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "setuptools>=68" "Cython>=3.0.10" "numpy>=1.25" wheel
+	$(BIN)/python -m pip install --quiet "setuptools>=68" "Cython>=3.0.10" "numpy>=1.25" "scipy>=1.10" wheel
 	$(BIN)/python -m pip install --quiet --no-build-isolation -e ".[test,lint]"
 	touch $(STAMP)
 

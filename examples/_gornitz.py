@@ -391,6 +391,31 @@ def print_best(params: Mapping[str, float], score: float, label: str = "best") -
     print(f"{label}: mean 10-fold AUROC {score:.4f} at {settings}")
 
 
+def print_final_model(model, n_rows: int) -> None:
+    """Say how the chosen model was trained: the regime its score describes.
+
+    The trials (or candidates) were scored by one ordered pass of
+    ``partial_fit`` over each fold's training rows (the native tree). The model
+    returned by :func:`optuna_treecv.refit_estimator` or by a search's refit is
+    trained the same way on all rows: for SSAD with its defaults
+    (``max_iter=1, shuffle=False``) that is its own ``fit``.
+    """
+    from sklearn_ext.model_selection import fit_is_one_pass
+
+    name = type(model).__name__
+    if name == "TreeCVEstimator":
+        inner = type(model.estimator).__name__
+        how = f"one ordered pass of partial_fit (a TreeCVEstimator around {inner})"
+    elif fit_is_one_pass(model):
+        how = f"{name}.fit, one ordered pass as in the folds"
+    else:
+        how = f"{name}.fit (max_iter={model.max_iter}, as the folds were scored)"
+    print(
+        f"final model: the best settings fitted on all {n_rows:,} rows by {how}: "
+        "the regime the score describes"
+    )
+
+
 def print_times(
     seconds: float,
     n_points: int,

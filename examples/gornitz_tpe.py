@@ -14,7 +14,9 @@ The search stops once its best mean AUROC reaches the target, by default the
 best of the grid study in the same storage (``--grid-study``; or give
 ``--target``) less one standard error of that best over its folds
 (``--tolerance``), or after ``--n-trials`` trials. It prints how many evaluations
-(trials and folds) it needed, the best settings and the time, and the time
+(trials and folds) it needed, the best settings, the final model (fitted on all
+rows by ``optuna_treecv.refit_estimator``, trained as the trials were scored), the
+time, and the time
 standard 10-fold CV would take for the same trials without pruning (measured on
 random grid points and extrapolated).
 
@@ -34,7 +36,7 @@ import _gornitz as g  # The sibling module examples/_gornitz.py.
 import optuna
 from optuna.trial import TrialState
 
-from optuna_treecv import TreeCVObjective, open_storage
+from optuna_treecv import TreeCVObjective, open_storage, refit_estimator
 
 
 def grid_best(storage, study_name: str) -> tuple[float, float] | None:
@@ -158,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         f"vs {n_grid:,} trials and {g.N_FOLDS * n_grid:,} folds for the grid"
     )
     g.print_best(study.best_params, study.best_value)
+    # The model to deploy, trained as the best trial was scored.
+    model = refit_estimator(
+        study, objective.estimator, data.X, data.y, labeled=data.labeled
+    )
+    g.print_final_model(model, len(data.y))
     standard = g.time_standard_cv(
         data,
         g.grid_points(space),

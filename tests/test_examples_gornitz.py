@@ -82,6 +82,45 @@ def test_grid_script_end_to_end(grid_run):
     assert cv["backend"] == "native_tree"
 
 
+def test_grid_scripts_final_model_is_the_scored_regime(grid_run):
+    # Issue 16: the model the script settles on is trained as the trials were
+    # scored, so its standard CV on the study's folds gives the best value.
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    from optuna_treecv import TreeCVObjective, refit_estimator
+
+    storage, out = grid_run
+    assert (
+        "final model: the best settings fitted on all 300 rows by "
+        "SemiSupervisedAnomalyDetector.fit, one ordered pass" in out.stdout
+    )
+    study = optuna.load_study(study_name=GRID_STUDY, storage=storage)
+    data = g.load_anomaly_data(None, 300, synthetic=True, random_state=0)
+    objective = TreeCVObjective(  # As the script builds it: the same folds.
+        g.make_estimator(0),
+        g.search_space(g.grid(2)),
+        data.X,
+        data.y,
+        cv=g.N_FOLDS,
+        report=None,
+        random_state=0,
+        fit_params={"labeled": data.labeled},
+    )
+    model = refit_estimator(
+        study, objective.estimator, data.X, data.y, labeled=data.labeled
+    )
+    assert type(model) is type(objective.estimator)  # Its fit is the pass.
+    scores = cross_val_score(
+        clone(model),
+        data.X,
+        data.y,
+        cv=list(objective.fold_plan_.split()),
+        params={"labeled": data.labeled},
+    )
+    assert abs(scores.mean() - study.best_value) <= 1e-12
+
+
 def test_grid_script_resumes_only_missing_points(tmp_path, monkeypatch, capsys):
     import gornitz_optuna_grid
 
@@ -217,6 +256,10 @@ def test_search_cv_script(tmp_path):
     assert "best: mean 10-fold AUROC" in out.stdout
     assert "TreeCVSearchCV, refit included" in out.stdout
     assert "EXTRAPOLATED to 16 grid points" in out.stdout
+    assert (
+        "final model: the best settings fitted on all 300 rows by "
+        "SemiSupervisedAnomalyDetector.fit, one ordered pass" in out.stdout
+    )
     assert not list(tmp_path.iterdir())  # No storage.
 
 
@@ -255,6 +298,7 @@ def test_tpe_script_reads_the_grid_target(grid_run, tmp_path):
     assert f"reached the target {best:.4f} (less the tolerance 0.0500) after" in (
         out.stdout
     )
+    assert "final model: the best settings fitted on all 300 rows by" in out.stdout
     tpe = optuna.load_study(study_name=GRID_STUDY + "-tpe", storage=storage)
     assert 1 <= len(tpe.trials) <= 40
     assert tpe.best_value >= best - 0.05

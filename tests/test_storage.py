@@ -204,29 +204,45 @@ def test_killed_worker_is_failed_and_retried_postgresql(request, tmp_path):
     check_killed_worker_is_retried(url, "killed", tmp_path)
 
 
-def _crowd_worker(url: str, barrier) -> None:
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    barrier.wait(timeout=60)
-    storage = open_storage(url)  # All at the same moment, on a new file.
-    study = optuna.create_study(
-        study_name="crowd",
-        storage=storage,
-        direction="maximize",
-        load_if_exists=True,
-        pruner=optuna.pruners.NopPruner(),
-    )
-    study.optimize(_objective(), n_trials=2)
+def _crowd_worker(url: str, barrier, errors: str) -> None:
+    try:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        barrier.wait(timeout=300)
+        storage = open_storage(url)  # All at the same moment, on a new file.
+        study = optuna.create_study(
+            study_name="crowd",
+            storage=storage,
+            direction="maximize",
+            load_if_exists=True,
+            pruner=optuna.pruners.NopPruner(),
+        )
+        study.optimize(_objective(), n_trials=2)
+    except BaseException:
+        import traceback
+
+        with open(errors, "a") as f:  # Said by the test if it fails.
+            f.write(traceback.format_exc())
+        raise
 
 
 def test_workers_open_one_new_sqlite_file_at_once(tmp_path):
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    context = multiprocessing.get_context("fork")
+    errors = tmp_path / "errors.txt"
+    # From a fresh server process, not forked from this one: a child forked
+    # from the test process would inherit the locks and thread pools its
+    # earlier tests left (a hang under load). The server imports once.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["test_storage"])
     barrier = context.Barrier(3)
-    procs = [context.Process(target=_crowd_worker, args=(url, barrier)) for _ in "abc"]
+    procs = [
+        context.Process(target=_crowd_worker, args=(url, barrier, str(errors)))
+        for _ in "abc"
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
-        proc.join(timeout=120)
-    assert [proc.exitcode for proc in procs] == [0, 0, 0]
+        proc.join(timeout=600)
+    said = errors.read_text() if errors.exists() else ""
+    assert [proc.exitcode for proc in procs] == [0, 0, 0], said
     study = optuna.load_study(study_name="crowd", storage=url)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 6
