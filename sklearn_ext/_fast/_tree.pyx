@@ -9,7 +9,7 @@ scikit-learn's tree builder drives any ``Criterion``. The linear learners
 kernels; ``sklearn_ext.model_selection.NativeTreeBackend`` drives them all.
 """
 
-from libc.math cimport NAN, isfinite
+from libc.math cimport NAN
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -43,12 +43,24 @@ class NonFiniteState(ValueError):
         self.state = state
 
 
-cdef inline bint all_finite(const double* values, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if not isfinite(values[i]):
-            return False
-    return True
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* Whether no value is infinity or NaN (exponent bits all ones). Integer
+       bit tests and no early exit, so that the compiler vectorizes the loop:
+       the walker runs it at every leaf. */
+    static inline int skx_all_finite(const double* values, Py_ssize_t n) {
+        uint64_t bad = 0, bits;
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            memcpy(&bits, values + i, sizeof(bits));
+            bad |= (bits & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
+        }
+        return (bad >> 63) == 0;
+    }
+    """
+    bint all_finite "skx_all_finite"(const double* values, Py_ssize_t n) noexcept nogil
 
 
 cdef class NativeModel:

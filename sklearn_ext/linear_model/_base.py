@@ -437,7 +437,7 @@ class BaseNativeClassifier(ClassifierMixin, BaseNativeSGD):
                     f"{classes[0]!r}."
                 )
             self.classes_ = classes
-        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        unknown = _unknown_labels(y, self.classes_)
         if unknown.size:
             raise ValueError(
                 f"y contains labels {unknown.tolist()} that are not in classes "
@@ -543,3 +543,17 @@ class BaseNativeRegressor(RegressorMixin, BaseNativeSGD):
         y_pred : ndarray of shape (n_samples,)
         """
         return self._decision(X)[:, 0]
+
+
+def _unknown_labels(y, classes) -> np.ndarray:
+    """The labels of ``y`` missing from the sorted ``classes``, sorted.
+
+    Numeric labels are looked up by bisection in ``classes`` (no sort of ``y``:
+    the native tree's CV runs check all of ``y`` once per run).
+    """
+    y, classes = np.asarray(y), np.asarray(classes)
+    if y.dtype.kind not in "biuf" or classes.dtype.kind not in "biuf":
+        return np.setdiff1d(np.unique(y), classes)
+    position = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+    missing = classes[position] != y
+    return np.unique(y[missing]) if missing.any() else y[:0]

@@ -255,7 +255,7 @@ def tree_cross_validate(
         ),
         scoring=scoring,
         fit_params=dict(fit_params or {}),
-        classes=_classes(scored, y, all_classes),
+        classes=_classes(scored, y, all_classes, checked=True),
         n_jobs=n_jobs,
         return_estimator=return_estimator,
         on_leaf=leaf_callback,
@@ -515,12 +515,17 @@ def _feature_names(X):
     return _get_feature_names(X)
 
 
-def _classes(estimator, y, classes):
+def _classes(estimator, y, classes, checked=False):
+    """All class labels for ``estimator`` (None if it takes no ``classes``).
+
+    ``checked``: ``classes`` already holds every label of ``y`` (a second
+    look-up in one run skips the pass over ``y``).
+    """
     if not accepts_classes(estimator):
         return None
     if classes is not None:
         classes = np.asarray(classes)
-        if y is not None:
+        if y is not None and not checked:
             unknown = np.setdiff1d(np.unique(y), classes)
             if unknown.size:
                 raise ValueError(
