@@ -10,14 +10,32 @@ For each data set and k, times the whole k-fold CV and counts SMO iterations:
 All runs use the same StratifiedKFold folds. Data: ``../shared/data/*.npz``
 (or ``$OPTUNA_TREECV_DATA``); the script says so and exits 0 when absent.
 Run ``python benchmarks/bench_svm_cv.py --quick`` for a short run.
+
+``--part defaults`` (issue 20): a9a and w8a at 8,000 rows, 10-fold, every
+method at its default settings but the peers' cache (``cache_size=2000``, as
+the issue's table): an ``SVC`` loop, ``SVC`` on a kernel computed once, and
+``tree_cross_validate(AlphaSeededSVC(C, gamma))`` with one thread
+(``n_jobs=1``) and with the default (``n_jobs=None``: every core). Each
+measurement runs in a fresh process (its peak RSS is the method's), rounds
+interleaved, medians printed, with each method's per-fold prediction agreement
+with the ``SVC`` loop (the worst fold). ``--part bounded``: the same with the
+kernel forced into bounded columns (``cache_size`` a tenth of the float64
+kernel, for the peer as well; the peer's loop is timed on ``--peer-folds``
+folds and scaled to 10). ``--part full``: all of a9a (ours, and the ``SVC``
+loop timed on ``--peer-folds`` folds, scaled) or all of w8a (ours: time and
+peak memory), one round each.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -123,6 +141,147 @@ def bench(name, X, y, C, gamma, k, repeats, ato_max_rows):
     return rows
 
 
+def _rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def child(args) -> int:
+    """One timed measurement in this fresh process; prints a JSON line."""
+    from sklearn_ext import tree_cross_validate
+
+    rows = None if args.rows == 0 else args.rows
+    X, y = svm_dataset(args.child_set, rows)
+    C, gamma = PARAMS[args.child_set]
+    folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y))
+    plan = FoldPlan([test for _, test in folds], n_samples=X.shape[0])
+    n = X.shape[0]
+    cache = 2000 if args.cache == "peer" else args.cache
+    if args.cache == "tenth":
+        cache = n * n * 8 / 10 / 2**20
+    base = _rss_mb()
+    method = args.child
+    preds = {}
+    tic = time.perf_counter()
+    if method in ("svc", "precomputed"):
+        use = folds[: args.peer_folds] if args.peer_folds else folds
+        if method == "precomputed":
+            K = kernel_matrix(X, X, "rbf", gamma, 3, 0.0)
+        for fold, (train, test) in enumerate(use):
+            if method == "svc":
+                model = SVC(C=C, gamma=gamma, cache_size=cache).fit(X[train], y[train])
+                preds[fold] = model.predict(X[test])
+            else:
+                model = SVC(C=C, kernel="precomputed", cache_size=cache)
+                model.fit(K[np.ix_(train, train)], y[train])
+                preds[fold] = model.predict(K[np.ix_(test, train)])
+        elapsed = time.perf_counter() - tic
+        scale = len(folds) / len(use)
+    else:
+        n_jobs = 1 if method == "ours-1" else None
+        model = AlphaSeededSVC(C=C, gamma=gamma)
+        if args.cache != "peer":
+            model.set_params(cache_size=cache)
+        tree_cross_validate(model, X, y, cv=plan, n_jobs=n_jobs)
+        elapsed = time.perf_counter() - tic
+        scale = 1.0
+        peak = _rss_mb()
+        if args.predictions:
+            # Untimed: the fold models, for the agreement with SVC's.
+            again = tree_cross_validate(
+                model, X, y, cv=plan, n_jobs=n_jobs, return_estimator=True
+            )
+            for fold, estimator in enumerate(again["estimator"]):
+                preds[fold] = estimator.predict(X[plan.test_indices(fold)])
+    if method in ("svc", "precomputed"):
+        peak = _rss_mb()
+    if args.predictions and preds:
+        np.savez(args.predictions, **{str(k): v for k, v in preds.items()})
+    print(
+        "RESULT "
+        + json.dumps(
+            {"time": elapsed * scale, "peak_mb": peak, "base_mb": base, "n": n}
+        ),
+        flush=True,
+    )
+    return 0
+
+
+PARAMS = {"a9a": (100.0, 0.5), "w8a": (64.0, 7.8125)}
+
+
+def _measure(name, rows, method, cache, peer_folds=0, predictions=None):
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        method,
+        "--child-set",
+        name,
+        "--rows",
+        str(rows),
+        "--cache",
+        str(cache),
+        "--peer-folds",
+        str(peer_folds),
+    ]
+    if predictions:
+        command += ["--predictions", predictions]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    line = [x for x in out.splitlines() if x.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT ") :])
+
+
+def _agreement(tmp, method, n_folds=10):
+    """Worst per-fold share of test predictions equal to the SVC loop's."""
+    ref = np.load(os.path.join(tmp, "svc.npz"))
+    got = np.load(os.path.join(tmp, f"{method}.npz"))
+    keys = sorted(set(ref.files) & set(got.files), key=int)
+    return min(float(np.mean(ref[k] == got[k])) for k in keys)
+
+
+def side_by_side(name, rows, repeats, cache, peer_folds, methods) -> None:
+    """Interleaved rounds of every method in fresh processes; a table of medians."""
+    runs = {method: [] for method in methods}
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(repeats):
+            for method in methods:
+                predictions = None
+                if round_ == 0 and method != "precomputed" and "svc" in methods:
+                    predictions = os.path.join(tmp, f"{method}.npz")
+                folds = peer_folds if method in ("svc", "precomputed") else 0
+                runs[method].append(
+                    _measure(name, rows, method, cache, folds, predictions)
+                )
+        agree = {}
+        if "svc" in methods:
+            agree = {m: _agreement(tmp, m) for m in methods if m.startswith("ours")}
+    med = {m: statistics.median(r["time"] for r in runs[m]) for m in methods}
+    n = runs[methods[0]][0]["n"]
+    load = os.getloadavg()
+    print(
+        f"\n{name}: n={n}, 10-fold, cache={cache}, median of {repeats} interleaved "
+        f"rounds (fresh process each), load average {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f} at the end"
+    )
+    peers = [m for m in ("svc", "precomputed") if m in med]
+    header = f"  {'method':<14}{'time s':>9}"
+    header += "".join(f"{'vs ' + p:>16}" for p in peers)
+    header += f"{'peak MB':>9}{'(base)':>8}{'agree':>8}"
+    print(header)
+    for m in methods:
+        peak = statistics.median(r["peak_mb"] for r in runs[m])
+        base = statistics.median(r["base_mb"] for r in runs[m])
+        line = f"  {m:<14}{med[m]:9.2f}"
+        line += "".join(f"{med[p] / med[m]:15.1f}x" for p in peers)
+        extra = f"{agree[m]:8.4f}" if m in agree else " " * 8
+        line += f"{peak:9.0f}{base:8.0f}{extra}"
+        print(line)
+    if peer_folds:
+        print(f"  (peers timed on {peer_folds} of 10 folds, scaled to 10)")
+    sys.stdout.flush()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast run")
@@ -134,12 +293,54 @@ def main(argv=None) -> int:
         default=4000,
         help="skip seeding='ato' (slow) on larger data sets",
     )
+    parser.add_argument(
+        "--part",
+        choices=["seeding", "defaults", "bounded", "full"],
+        default="seeding",
+        help="seeding: the seeding modes; defaults, bounded, full: issue 20's tables",
+    )
+    parser.add_argument("--rows", type=int, default=8000, help="0: all rows")
+    parser.add_argument("--peer-folds", type=int, default=0)
+    # Internal: one measurement in a fresh process.
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-set", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--cache", default="peer", help=argparse.SUPPRESS)
+    parser.add_argument("--predictions", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        if args.cache not in ("peer", "tenth"):
+            args.cache = float(args.cache)
+        return child(args)
     if not data_dir().exists():
         print(
             f"Data folder {data_dir()} not found: set OPTUNA_TREECV_DATA to the "
             "folder holding heart.npz, madelon.npz, a9a.npz and w8a.npz."
         )
+        return 0
+    if args.part != "seeding":
+        names = args.sets.split(",") if args.sets else ["a9a", "w8a"]
+        for name in names:
+            if svm_dataset(name, 10) is None:
+                print(f"{name}.npz not found in {data_dir()}; skipped.")
+                continue
+            if args.part == "defaults":
+                methods = ["svc", "precomputed", "ours-1", "ours-2"]
+                side_by_side(name, args.rows, args.repeats or 3, "peer", 0, methods)
+            elif args.part == "bounded":
+                methods = ["svc", "ours-1", "ours-2"]
+                side_by_side(
+                    name,
+                    args.rows,
+                    args.repeats or 3,
+                    "tenth",
+                    args.peer_folds,
+                    methods,
+                )
+            else:
+                methods = ["svc", "ours-2"] if args.peer_folds else ["ours-2"]
+                side_by_side(
+                    name, 0, args.repeats or 1, "peer", args.peer_folds, methods
+                )
         return 0
     sets = QUICK if args.quick else SETS
     names = args.sets.split(",") if args.sets else list(sets)

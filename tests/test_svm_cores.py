@@ -11,6 +11,7 @@ from sklearn.preprocessing import scale
 from threadpoolctl import threadpool_limits
 
 from sklearn_ext import tree_cross_validate
+from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.model_selection import FoldPlan
 from sklearn_ext.svm import AlphaSeededSVC, AlphaSeedingBackend, KernelStore, _cv
 from sklearn_ext.svm._cv import chain_count
@@ -191,3 +192,22 @@ def test_kfold_default_n_jobs_uses_chains(data, chains_on_small_data):
         # A second chain starts cold: more iterations than one chain.
         assert result["n_iter"].sum() > ref["n_iter"].sum()
     assert_allclose(result["test_score"], ref["test_score"], atol=0.05)
+
+
+def test_gradient_products_mix_cached_and_computed_columns(data):
+    X, y = data
+    y_pm = np.where(y > 0, 1.0, -1.0)
+    dense = KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=200)
+    cols = KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=0.05)
+    for g in range(0, 30, 3):
+        cols.columns.get(g)  # some changed columns are cached, most are not
+    before = cols.columns.n_computed
+    idx = np.arange(1, 300, 2, dtype=np.intp)
+    changed = np.arange(0, 120, dtype=np.intp)
+    delta = np.random.default_rng(0).normal(size=120)
+    got, ref = np.zeros(idx.shape[0]), np.zeros(idx.shape[0])
+    update_gradient(cols.columns, idx, y_pm[idx], got, changed, delta)
+    update_gradient(dense.columns, idx, y_pm[idx], ref, changed, delta)
+    assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    # The missing columns were computed in blocks, not pushed through the LRU.
+    assert cols.columns.n_computed == before

@@ -17,7 +17,9 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport INFINITY, exp, fabs, isfinite, pow, tanh
-from scipy.linalg.cython_blas cimport dgemv
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+from scipy.linalg.cython_blas cimport dgemm
 
 cnp.import_array()
 
@@ -59,6 +61,24 @@ cdef inline double _kernel_value(
     return dot
 
 
+cdef inline double _dot(
+    const double* a, const double* b, Py_ssize_t d
+) noexcept nogil:
+    """``a . b`` with four accumulators, so that the compiler vectorises it."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 4 <= d:
+        s0 += a[k] * b[k]
+        s1 += a[k + 1] * b[k + 1]
+        s2 += a[k + 2] * b[k + 2]
+        s3 += a[k + 3] * b[k + 3]
+        k += 4
+    while k < d:
+        s0 += a[k] * b[k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
 def finish_kernel_block(
     const double[:, ::1] dot,
     out_t[:, ::1] out,
@@ -97,8 +117,8 @@ cdef class KernelColumns:
     Either a dense ``(n, n)`` float64 matrix, or an LRU cache of ``n_slots``
     float64 columns filled on a miss: from a dense symmetric float32 matrix
     ``dense32`` (row ``g`` converted, half the memory of the float64 matrix);
-    natively, without the GIL, from dense float64 rows ``data`` (one BLAS
-    ``dgemv`` and the kernel function ``kernel``); or by ``compute(g)``, a
+    natively, without the GIL, from dense float64 rows ``data`` (a dot
+    product per row and the kernel function ``kernel``); or by ``compute(g)``, a
     Python callable returning the ``n`` kernel values ``K(x_g, x_j)`` as
     float64. The solver always reads float64 columns.
 
@@ -222,23 +242,151 @@ cdef class KernelColumns:
         return parts
 
     cdef int _compute_native(self, Py_ssize_t g, double* out) except -1 nogil:
-        """Column ``g`` from the rows: one ``dgemv`` then the kernel function."""
-        cdef int m = <int>self.data.shape[1], n_cols = <int>self.n, inc = 1
-        cdef double one = 1.0, zero = 0.0, total = 0.0, sq_g
-        cdef char trans = b'T'
-        cdef Py_ssize_t j
-        # Row-major (n, d) rows are a column-major (d, n) matrix A: out = A'x_g.
-        dgemv(
-            &trans, &m, &n_cols, &one, <double*>&self.data[0, 0], &m,
-            <double*>&self.data[g, 0], &inc, &zero, out, &inc,
-        )
-        sq_g = self.sq[g]
+        """Column ``g`` from the rows: a dot product per row, then the kernel.
+
+        Plain loops rather than BLAS ``dgemv``: a multithreaded BLAS spends
+        more on waking its threads than the product takes, the more so on a
+        busy machine.
+        """
+        cdef Py_ssize_t d = self.data.shape[1], j
+        cdef const double* x_g = &self.data[g, 0]
+        cdef double total = 0.0, sq_g = self.sq[g]
         for j in range(self.n):
             out[j] = _kernel_value(
-                out[j], sq_g, self.sq[j], self.kernel_code, self.gamma,
-                self.degree, self.coef0,
+                _dot(&self.data[j, 0], x_g, d), sq_g, self.sq[j],
+                self.kernel_code, self.gamma, self.degree, self.coef0,
             )
             total += out[j]
+        if not isfinite(total):
+            with gil:
+                raise ValueError(_NOT_FINITE)
+        return 0
+
+    cdef bint cached(self, Py_ssize_t g) noexcept nogil:
+        """Whether column ``g`` can be read without computing anything."""
+        return self.is_dense or self.has_dense32 or self.slot_of[g] >= 0
+
+    cdef int kernel_products(
+        self,
+        const Py_ssize_t* rows,
+        Py_ssize_t n_rows,
+        const Py_ssize_t* cols,
+        const double* coef,
+        Py_ssize_t n_cols,
+        double* out,
+    ) except -1 nogil:
+        """``out[r] += sum_c K(rows[r], cols[c]) * coef[c]``.
+
+        Columns held (a dense matrix, a float32 row, a cached slot) are read;
+        the others, when the store computes from rows, come by GEMM over
+        blocks of rows and columns, without going through the LRU cache
+        (LIBSVM's gradient reconstruction reads only what it needs, too).
+        """
+        cdef Py_ssize_t c, r, m = 0
+        cdef const double* col
+        cdef const float* row32
+        cdef double w
+        cdef Py_ssize_t* missing = NULL
+        cdef double* missing_coef = NULL
+        if self.has_data and not self.is_dense:
+            missing = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
+            missing_coef = <double*>malloc(max(n_cols, 1) * sizeof(double))
+            if missing == NULL or missing_coef == NULL:
+                free(missing)
+                free(missing_coef)
+                with gil:
+                    raise MemoryError()
+        try:
+            for c in range(n_cols):
+                w = coef[c]
+                if w == 0.0:
+                    continue
+                if self.is_dense:
+                    col = &self.dense[cols[c], 0]
+                    for r in range(n_rows):
+                        out[r] += w * col[rows[r]]
+                elif self.has_dense32:
+                    row32 = &self.dense32[cols[c], 0]
+                    for r in range(n_rows):
+                        out[r] += w * row32[rows[r]]
+                elif missing != NULL and self.slot_of[cols[c]] < 0:
+                    missing[m] = cols[c]
+                    missing_coef[m] = w
+                    m += 1
+                else:
+                    col = self.column(cols[c])
+                    for r in range(n_rows):
+                        out[r] += w * col[rows[r]]
+            if m:
+                self._native_block(rows, n_rows, missing, m, missing_coef, out)
+        finally:
+            free(missing)
+            free(missing_coef)
+        return 0
+
+    cdef int _native_block(
+        self,
+        const Py_ssize_t* rows,
+        Py_ssize_t n_rows,
+        const Py_ssize_t* cols,
+        Py_ssize_t n_cols,
+        const double* coef,
+        double* out,
+    ) except -1 nogil:
+        """Kernel values of ``rows x cols`` by blocks of GEMM from the rows.
+
+        With ``coef``: ``out[r] += sum_c K[r, c] coef[c]``; without (NULL):
+        ``out`` is the Fortran-ordered ``(n_rows, n_cols)`` block itself.
+        """
+        cdef int d = <int>self.data.shape[1], rb, cb
+        cdef Py_ssize_t RB = 256, CB = 512, r0, c0, r, c
+        cdef double one = 1.0, zero = 0.0, s, v, total = 0.0
+        cdef char trans_a = b'T', trans_b = b'N'
+        cdef double* Xr = <double*>malloc(RB * d * sizeof(double))
+        cdef double* Xc = <double*>malloc(CB * d * sizeof(double))
+        cdef double* D = <double*>malloc(RB * CB * sizeof(double))
+        if Xr == NULL or Xc == NULL or D == NULL:
+            free(Xr)
+            free(Xc)
+            free(D)
+            with gil:
+                raise MemoryError()
+        c0 = 0
+        while c0 < n_cols:
+            cb = <int>min(CB, n_cols - c0)
+            for c in range(cb):
+                memcpy(&Xc[c * d], &self.data[cols[c0 + c], 0], d * sizeof(double))
+            r0 = 0
+            while r0 < n_rows:
+                rb = <int>min(RB, n_rows - r0)
+                for r in range(rb):
+                    memcpy(&Xr[r * d], &self.data[rows[r0 + r], 0], d * sizeof(double))
+                # Column-major (cb, rb): D[c + r cb] = x_{cols[c]} . x_{rows[r]}.
+                dgemm(
+                    &trans_a, &trans_b, &cb, &rb, &d, &one, Xc, &d, Xr, &d,
+                    &zero, D, &cb,
+                )
+                for r in range(rb):
+                    s = 0.0
+                    for c in range(cb):
+                        v = _kernel_value(
+                            D[c + r * cb], self.sq[rows[r0 + r]],
+                            self.sq[cols[c0 + c]], self.kernel_code, self.gamma,
+                            self.degree, self.coef0,
+                        )
+                        if coef != NULL:
+                            s += v * coef[c0 + c]
+                        else:
+                            out[(r0 + r) + (c0 + c) * n_rows] = v
+                            s += v
+                    if coef != NULL:
+                        out[r0 + r] += s
+                    total += s
+                r0 += RB
+            c0 += CB
+        free(Xr)
+        free(Xc)
+        free(D)
         if not isfinite(total):
             with gil:
                 raise ValueError(_NOT_FINITE)
@@ -312,21 +460,48 @@ cdef int _reconstruct(
 ) except -1 nogil:
     """Recompute ``G`` of the inactive variables from the support vectors."""
     cdef Py_ssize_t l = idx.shape[0]
-    cdef Py_ssize_t t, j
-    cdef const double* col
-    cdef double coef
+    cdef Py_ssize_t t, j, n_in = 0, n_sv = 0
+    cdef Py_ssize_t* rows = NULL
+    cdef Py_ssize_t* where = NULL
+    cdef Py_ssize_t* cols = NULL
+    cdef double* coef = NULL
+    cdef double* acc = NULL
     if active_size == l:
         return 0
-    for t in range(l):
-        if not is_active[t]:
-            G[t] = -1.0
-    for j in range(l):
-        if alpha[j] > 0.0:
-            col = store.column(idx[j])
-            coef = y[j] * alpha[j]
-            for t in range(l):
-                if not is_active[t]:
-                    G[t] += y[t] * coef * col[idx[t]]
+    rows = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
+    where = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
+    cols = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
+    coef = <double*>malloc(l * sizeof(double))
+    acc = <double*>malloc(l * sizeof(double))
+    if rows == NULL or where == NULL or cols == NULL or coef == NULL or acc == NULL:
+        free(rows)
+        free(where)
+        free(cols)
+        free(coef)
+        free(acc)
+        with gil:
+            raise MemoryError()
+    try:
+        for t in range(l):
+            if not is_active[t]:
+                rows[n_in] = idx[t]
+                where[n_in] = t
+                acc[n_in] = 0.0
+                n_in += 1
+        for j in range(l):
+            if alpha[j] > 0.0:
+                cols[n_sv] = idx[j]
+                coef[n_sv] = y[j] * alpha[j]
+                n_sv += 1
+        store.kernel_products(rows, n_in, cols, coef, n_sv, acc)
+        for t in range(n_in):
+            G[where[t]] = -1.0 + y[where[t]] * acc[t]
+    finally:
+        free(rows)
+        free(where)
+        free(cols)
+        free(coef)
+        free(acc)
     return 0
 
 
@@ -635,20 +810,18 @@ def update_gradient(
 ):
     """``G_t += y_t * sum_c K(idx_t, c) * delta_ya_c`` over the changed global indices.
 
-    Only the kernel columns of the changed points are read.
+    Only the kernel values of the changed points are read (or computed).
     """
-    cdef Py_ssize_t l = idx.shape[0]
-    cdef Py_ssize_t c, t
-    cdef const double* col
-    cdef double d
+    cdef Py_ssize_t l = idx.shape[0], t
+    cdef double[::1] acc = np.zeros(l)
+    if changed.shape[0] == 0 or l == 0:
+        return
     with nogil:
-        for c in range(changed.shape[0]):
-            d = delta_ya[c]
-            if d == 0.0:
-                continue
-            col = store.column(changed[c])
-            for t in range(l):
-                G[t] += y[t] * d * col[idx[t]]
+        store.kernel_products(
+            &idx[0], l, &changed[0], &delta_ya[0], changed.shape[0], &acc[0]
+        )
+        for t in range(l):
+            G[t] += y[t] * acc[t]
 
 
 def gradient_from_alpha(
@@ -660,32 +833,40 @@ def gradient_from_alpha(
     """The gradient ``Q alpha - 1`` from scratch, reading the support vector columns."""
     cdef Py_ssize_t l = idx.shape[0]
     G = np.full(l, -1.0)
-    cdef double[::1] Gv = G
-    cdef Py_ssize_t j, t
-    cdef const double* col
-    cdef double coef
-    with nogil:
-        for j in range(l):
-            if alpha[j] != 0.0:
-                col = store.column(idx[j])
-                coef = y[j] * alpha[j]
-                for t in range(l):
-                    Gv[t] += y[t] * coef * col[idx[t]]
+    sv = np.flatnonzero(np.asarray(alpha) != 0.0)
+    update_gradient(
+        store,
+        idx,
+        y,
+        G,
+        np.ascontiguousarray(np.asarray(idx)[sv]),
+        np.ascontiguousarray(np.asarray(y)[sv] * np.asarray(alpha)[sv]),
+    )
     return G
 
 
 def gather_block(
     KernelColumns store, const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols
 ):
-    """``K[rows][:, cols]`` as a Fortran-ordered array, one column at a time."""
+    """``K[rows][:, cols]`` as a Fortran-ordered array.
+
+    Read column by column from what the store holds; computed by GEMM blocks
+    when the store computes its columns from rows (the LRU cache is left as
+    it is).
+    """
     cdef Py_ssize_t n_rows = rows.shape[0], n_cols = cols.shape[0]
     out = np.empty((n_rows, n_cols), dtype=np.float64, order="F")
     cdef double[::1, :] view = out
     cdef const double* col
     cdef Py_ssize_t k, r
+    if n_rows == 0 or n_cols == 0:
+        return out
     with nogil:
-        for k in range(n_cols):
-            col = store.column(cols[k])
-            for r in range(n_rows):
-                view[r, k] = col[rows[r]]
+        if store.has_data and not store.is_dense:
+            store._native_block(&rows[0], n_rows, &cols[0], n_cols, NULL, &view[0, 0])
+        else:
+            for k in range(n_cols):
+                col = store.column(cols[k])
+                for r in range(n_rows):
+                    view[r, k] = col[rows[r]]
     return out

@@ -32,6 +32,8 @@ __all__ = [
 AUTO_MEMORY_FRACTION = 0.5
 
 _BLOCK_ROWS = 1024
+#: At most this much memory for the float64 columns read from a float32 matrix.
+FLOAT32_COLUMN_CACHE_BYTES = 256 * 2**20
 _NOT_FINITE = (
     "The kernel values are not finite (NaN or infinity). The input data "
     "may contain large values and need to be preprocessed."
@@ -197,8 +199,8 @@ class KernelStore:
     giving a model. With
     ``dtype=np.float32`` the full matrix takes half the memory (so a matrix
     twice as large fits the budget); the solver then reads float64 copies of
-    the columns it uses from a small LRU cache (at least 64 columns, beyond the
-    budget), and still accumulates its gradient in float64.
+    the columns it uses from a small LRU cache (at least 64 columns, at most 256 MB
+    or what the budget leaves), and still accumulates its gradient in float64.
 
     Parameters
     ----------
@@ -368,7 +370,10 @@ class KernelStore:
         if K.dtype == np.float64:
             self.columns = KernelColumns(n, dense=K)
             return
-        spare = max(budget - K.nbytes, 0.0)
+        # The float64 copies serve only the solver's two columns per iteration
+        # (other reads go to the float32 rows directly), and a copy is cheap
+        # to redo: a few hundred megabytes are plenty, and keep the peak low.
+        spare = min(max(budget - K.nbytes, 0.0), FLOAT32_COLUMN_CACHE_BYTES)
         n_slots = min(n, max(64, int(spare // (8.0 * max(n, 1)))))
         self.columns = KernelColumns(n, dense32=K, n_slots=n_slots)
 
