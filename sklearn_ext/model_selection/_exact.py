@@ -710,7 +710,9 @@ class _GramStats:
         self.n_targets = Y.shape[1]
         w = np.ones(n_samples) if weights is None else np.asarray(weights, float)
         if fit_intercept and not self.sparse:
-            self.shift = np.average(X, axis=0, weights=w)
+            self.shift = (
+                X.mean(axis=0) if weights is None else np.average(X, axis=0, weights=w)
+            )
         else:
             self.shift = np.zeros(n_features)
         self.chunks = chunks
@@ -743,7 +745,7 @@ class _GramStats:
                 self.chunk_uu = np.empty((k, Y.shape[1]))
                 self.chunk_xu = np.empty((k, n_features, Y.shape[1]))
             for chunk in range(k):
-                rows = self.chunks.rows(chunk)
+                rows = _as_slice(self.chunks.rows(chunk))  # a view where it can
                 Xc, Yc = Xw[rows], Yw[rows]
                 self.chunk_gram[chunk] = _dense(Xc.T @ Xc)
                 self.chunk_xy[chunk] = _dense(Xc.T @ Yc)
@@ -1536,7 +1538,8 @@ class ExactStatisticsBackend(Backend):
         h.update(repr(self.gram_budget).encode())
         h.update(_array_digest(task.X))
         h.update(b"|y" + (b"-" if task.y is None else _array_digest(task.y)))
-        h.update(b"|w" + (b"-" if weights is None else _array_digest(weights)))
+        # Weights are made afresh per run (class weights folded in): not scoped.
+        h.update(b"|w" + (b"-" if weights is None else _digest(weights)))
         h.update(_plan_digest(task.plan))
         return h.digest()
 
