@@ -7,6 +7,10 @@ For each data set and k, times the whole k-fold CV and counts SMO iterations:
 (c) ``alpha_seeded_cv`` with ``seeding="none"`` (shared kernel store only);
 (d) ``alpha_seeded_cv`` with each seeding mode (sir, mir, ato, keep).
 
+``--k-slope`` times instead the whole CV against k = 5, 10, 20, 50, 100 on
+madelon for each seeding mode (one thread, and SIR on two), with the slope of
+time against k, the peak memory of each run and an ``SVC`` loop at k = 100.
+
 All runs use the same StratifiedKFold folds. Data: ``../shared/data/*.npz``
 (or ``$OPTUNA_TREECV_DATA``); the script says so and exits 0 when absent.
 Run ``python benchmarks/bench_svm_cv.py --quick`` for a short run.
@@ -139,6 +143,144 @@ def bench(name, X, y, C, gamma, k, repeats, ato_max_rows):
         )
     sys.stdout.flush()
     return rows
+
+
+#: k-slope part: the data set and settings of the paper's "effect of k" study
+#: (madelon), and the paper's own madelon settings (gamma=0.7071, Table 2).
+K_SLOPE = {
+    "madelon": (None, 1.0, 1.0 / 500),
+    "madelon-paper": (None, 1.0, 0.7071),
+    "heart": (None, 2182.0, 0.2),
+    "a9a": (8000, 100.0, 0.5),
+}
+K_SLOPE_KS = (5, 10, 20, 50, 100)
+K_SLOPE_MODES = ("none", "keep", "sir", "mir")
+#: The SVC loop at the largest k is timed on this many of its folds and scaled
+#: to all of them (every fold has the same size to one row).
+SVC_FOLDS_TIMED = 20
+
+
+def _peak_mb(run) -> float:
+    """Peak of traced (Python and numpy) allocations of ``run()``, in MB."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def _slope(ks, values) -> float:
+    """Least-squares slope of log(values) against log(k)."""
+    return float(np.polyfit(np.log(ks), np.log(values), 1)[0])
+
+
+def k_slope(name, X, y, C, gamma, ks, repeats, modes=K_SLOPE_MODES) -> dict:
+    """Time of the whole k-fold CV against k, each seeding mode, one thread.
+
+    For every k of ``ks``: ``alpha_seeded_cv`` with each mode of ``modes`` on
+    one thread (``n_jobs=1``) and ``seeding="sir"`` on two threads; at the
+    largest k, an ``SVC(cache_size=2000)`` loop timed on
+    :data:`SVC_FOLDS_TIMED` of its folds and scaled to all of them. Rounds go
+    over every (k, run) pair in turn, ``repeats`` times, and the table gives
+    medians; the slope is that of log(median time) against log(k), over the
+    whole CV (kernel included), over the seeding plus SMO time (``fit``) and
+    over the SMO iterations. Peak memory: traced allocations (tracemalloc) of
+    one more, untimed run per (k, run).
+    """
+    plans, folds_of = {}, {}
+    for k in ks:
+        folds = list(StratifiedKFold(k, shuffle=True, random_state=0).split(X, y))
+        folds_of[k] = folds
+        plans[k] = FoldPlan([test for _, test in folds], n_samples=X.shape[0])
+    k_max = max(ks)
+    svc_folds = folds_of[k_max][:SVC_FOLDS_TIMED]
+    svc_scale = len(folds_of[k_max]) / len(svc_folds)
+
+    def ours(k, mode, n_jobs):
+        def run():
+            tic = time.perf_counter()
+            res = alpha_seeded_cv(
+                AlphaSeededSVC(C=C, gamma=gamma),
+                X,
+                y,
+                cv=plans[k],
+                seeding=mode,
+                n_jobs=n_jobs,
+            )
+            elapsed = time.perf_counter() - tic
+            return (
+                elapsed,
+                float(res["fit_time"].sum()),
+                int(res["n_iter"].sum()),
+                float(res["test_score"].mean()),
+            )
+
+        return run
+
+    def svc():
+        t, n_iter, acc = run_svc(X, y, svc_folds, C, gamma)
+        return t * svc_scale, t * svc_scale, int(n_iter * svc_scale), acc
+
+    runs = {}
+    for k in ks:
+        for mode in modes:
+            runs[(k, f"{mode} 1 thread")] = ours(k, mode, 1)
+        runs[(k, "sir 2 threads")] = ours(k, "sir", 2)
+    runs[(k_max, "SVC loop")] = svc
+    measured = {key: [] for key in runs}
+    for _ in range(repeats):
+        for key, run in runs.items():
+            measured[key].append(run())
+    peaks = {key: _peak_mb(run) for key, run in runs.items() if key[1] != "SVC loop"}
+    load = os.getloadavg()[0]
+    print(
+        f"\n{name} k-slope: n={X.shape[0]}, d={X.shape[1]}, C={C:g}, "
+        f"gamma={gamma:g}, median of {repeats} interleaved rounds, load {load:.2f}"
+    )
+    print(
+        f"  {'k':>4} {'run':<16}{'time s':>9}{'fit s':>8}{'SMO iter':>10}"
+        f"{'peak MB':>9}{'CV acc':>8}"
+    )
+    table = {}
+    for (k, label), ms in measured.items():
+        t = statistics.median(m[0] for m in ms)
+        fit = statistics.median(m[1] for m in ms)
+        table[(k, label)] = (t, fit, ms[0][2], ms[0][3])
+        peak = peaks.get((k, label))
+        peak = f"{peak:9.1f}" if peak is not None else f"{'-':>9}"
+        print(
+            f"  {k:4d} {label:<16}{t:9.3f}{fit:8.3f}{ms[0][2]:10d}{peak}{ms[0][3]:8.4f}"
+        )
+    labels = [f"{mode} 1 thread" for mode in modes] + ["sir 2 threads"]
+    if len(ks) > 1:
+        print(f"  slopes against k = {', '.join(map(str, ks))} (log-log):")
+    for label in labels if len(ks) > 1 else ():
+        rows = [table[(k, label)] for k in ks]
+        print(
+            f"    {label:<16} time {_slope(ks, [r[0] for r in rows]):5.2f}"
+            f"  fit {_slope(ks, [r[1] for r in rows]):5.2f}"
+            f"  SMO iter {_slope(ks, [r[2] for r in rows]):5.2f}"
+        )
+    t_svc = table[(k_max, "SVC loop")][0]
+    print(
+        f"  k={k_max}: SVC loop {t_svc:.1f} s (timed on {len(svc_folds)} of "
+        f"{k_max} folds, scaled)"
+    )
+    for label in labels:
+        t = table[(k_max, label)][0]
+        print(f"    {label:<16} {t:7.3f} s  {t_svc / t:6.1f}x faster")
+    if "sir" not in modes or len(ks) < 2:
+        return table
+    low, high = peaks[(min(ks), "sir 1 thread")], peaks[(k_max, "sir 1 thread")]
+    print(
+        f"  peak memory, sir 1 thread: k={k_max} {high:.1f} MB vs "
+        f"k={min(ks)} {low:.1f} MB ({high / low:.2f}x)"
+    )
+    sys.stdout.flush()
+    return table
 
 
 def _rss_mb() -> float:
@@ -294,6 +436,18 @@ def main(argv=None) -> int:
         help="skip seeding='ato' (slow) on larger data sets",
     )
     parser.add_argument(
+        "--k-slope",
+        action="store_true",
+        help="time against k (5..100) of every seeding mode on madelon; "
+        "--sets picks among " + ", ".join(K_SLOPE),
+    )
+    parser.add_argument("--ks", default=None, help="with --k-slope: e.g. '10,100'")
+    parser.add_argument(
+        "--modes",
+        default=",".join(K_SLOPE_MODES),
+        help="with --k-slope: seeding modes run on one thread",
+    )
+    parser.add_argument(
         "--part",
         choices=["seeding", "defaults", "bounded", "full"],
         default="seeding",
@@ -316,6 +470,20 @@ def main(argv=None) -> int:
             f"Data folder {data_dir()} not found: set OPTUNA_TREECV_DATA to the "
             "folder holding heart.npz, madelon.npz, a9a.npz and w8a.npz."
         )
+        return 0
+    if args.k_slope:
+        names = args.sets.split(",") if args.sets else ["madelon"]
+        for name in names:
+            rows, C, gamma = K_SLOPE[name]
+            data = svm_dataset(name.split("-")[0], rows)
+            if data is None:
+                print(f"{name}.npz not found in {data_dir()}; skipped.")
+                continue
+            ks = (5, 10) if args.quick else K_SLOPE_KS
+            if args.ks:
+                ks = tuple(int(k) for k in args.ks.split(","))
+            modes = tuple(args.modes.split(","))
+            k_slope(name, *data, C, gamma, ks, args.repeats or 3, modes)
         return 0
     if args.part != "seeding":
         names = args.sets.split(",") if args.sets else ["a9a", "w8a"]

@@ -331,3 +331,59 @@ def test_float32_kernel_store_matches_float64(binary_data):
         AlphaSeededSVC(kernel_dtype="float16").fit(X, y)
     with pytest.raises(ValueError, match="'dtype' parameter of KernelStore"):
         KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=200, dtype=np.int32)
+
+
+def test_sir_replaces_one_removed_vector_by_one_added_point():
+    """SIR as published: each removed SV takes the most similar unused point."""
+    from sklearn_ext.svm._seeding import _sir
+
+    # Two removed SVs near added point 0, one far from everything; labels +1.
+    X = np.array([[0.0], [0.1], [5.0], [0.05], [0.08], [9.0]])
+    store = AlphaSeededSVC(gamma=1.0)._kernel_store(X, 1.0)
+    t_rows = np.array([0, 1, 2])
+    r_rows = np.array([3, 4, 5])
+    ones = np.ones(3)
+    alpha_r = np.array([0.4, 0.7, 0.0])  # the third is no support vector
+    alpha_t = _sir(store, t_rows, r_rows, ones, ones, alpha_r, ones, None)
+    # The larger alpha goes first and takes its nearest point (1, at 0.1 from
+    # row 4); the other takes its nearest point still free (0).
+    assert_allclose(alpha_t, [0.4, 0.7, 0.0])
+    # No added point of the label: a random unused one takes it (equality is
+    # repaired by the caller).
+    rng = np.random.default_rng(0)
+    other = _sir(store, t_rows, r_rows, -ones, ones, alpha_r, ones, rng)
+    assert sorted(other.tolist())[1:] == [0.4, 0.7]
+
+
+def test_mir_solves_the_published_system():
+    """MIR's alpha_T: least squares of equations (17) over the shared points."""
+    from sklearn_ext.svm._seeding import _mir
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    store = AlphaSeededSVC(gamma=0.5)._kernel_store(X, 0.5)
+    s_rows, t_rows, r_rows = np.arange(20), np.arange(20, 25), np.arange(25, 30)
+    y_s, y_t, y_r = np.where(rng.random(20) < 0.5, 1.0, -1.0), np.ones(5), np.ones(5)
+    alpha_s = np.full(20, 0.5)  # all free: Delta f = 0 on every row
+    alpha_r = np.full(5, 0.3)
+    C = 100.0
+    alpha_t = _mir(
+        store,
+        s_rows,
+        t_rows,
+        r_rows,
+        y_s,
+        y_t,
+        y_r,
+        alpha_s,
+        alpha_r,
+        np.full(20, C),
+        np.full(5, C),
+        np.zeros(20),
+        0.0,
+    )
+    K = store.block(np.arange(30), np.arange(30))
+    A = np.vstack([K[np.ix_(s_rows, t_rows)], np.ones((1, 5))])
+    b = np.concatenate([K[np.ix_(s_rows, r_rows)] @ alpha_r, [alpha_r.sum()]])
+    expected = np.linalg.lstsq(A, b, rcond=None)[0]
+    assert_allclose(alpha_t, np.clip(expected, 0, C), atol=1e-5)

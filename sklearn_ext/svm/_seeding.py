@@ -85,6 +85,7 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
         elif seeding == "sir":
             alpha_t = _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng)
         else:  # "mir"
+            f_s = y_s * previous.G[pos_prev[s_rows]]  # the paper's indicators
             with threadpool_limits(limits=1, user_api="blas"):
                 alpha_t = _mir(
                     store,
@@ -98,6 +99,8 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
                     alpha_r,
                     C_s,
                     C_t,
+                    f_s,
+                    previous.rho,
                 )
     alpha = np.empty(idx.shape[0])
     alpha[in_s] = alpha_s
@@ -141,48 +144,63 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
 
 
 def _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng):
-    """Single instance replacement: each removed SV's alpha goes to its most
-    kernel-similar added point of the same label (a random one if none)."""
-    alpha_t = np.zeros(t_rows.shape[0])
-    if t_rows.shape[0] == 0:
+    """Single instance replacement, as published: the removed support vectors,
+    one after another (largest alpha first), each hand their alpha to the most
+    kernel-similar added point of the same label that has not replaced another
+    one yet; when none is left, to a random added point not used yet (then to
+    any added point), and the equality is repaired afterwards."""
+    n_t = t_rows.shape[0]
+    alpha_t = np.zeros(n_t)
+    if n_t == 0:
         return alpha_t
     leaving = np.flatnonzero(alpha_r > 0)
     if leaving.shape[0] == 0:
         return alpha_t
-    K_tr = store.block(t_rows, r_rows[leaving])  # columns of the removed SVs
-    # Most similar added point of the same label, for all removed SVs at once.
-    same = y_t[:, None] == y_r[leaving][None, :]
-    target = np.argmax(np.where(same, K_tr, -np.inf), axis=0)
-    lonely = ~same.any(axis=0)
-    if np.any(lonely):
-        target[lonely] = rng.integers(t_rows.shape[0], size=int(lonely.sum()))
-    np.add.at(alpha_t, target, alpha_r[leaving])
+    leaving = leaving[np.argsort(-alpha_r[leaving], kind="stable")]
+    K_rt = store.block(r_rows[leaving], t_rows)  # rows: the removed SVs
+    same = y_r[leaving][:, None] == y_t[None, :]
+    # Similarity to the added points of the same label; the others never win.
+    score = np.where(same, K_rt, -np.inf)
+    used = np.zeros(n_t, dtype=bool)
+    for j, p in enumerate(leaving):
+        row = score[j]
+        q = int(np.argmax(row))
+        if not np.isfinite(row[q]):
+            free = np.flatnonzero(~used)
+            q = int(rng.choice(free)) if free.shape[0] else int(rng.integers(n_t))
+        alpha_t[q] += alpha_r[p]
+        if not used[q]:
+            used[q] = True
+            score[:, q] = -np.inf
     return np.minimum(alpha_t, C_t)
 
 
-def _mir(store, s_rows, t_rows, r_rows, y_s, y_t, y_r, alpha_s, alpha_r, C_s, C_t):
-    """Multiple instance replacement: least-squares ``alpha_T`` that keeps the
-    gradient of the free shared points and the equality constraint unchanged.
+def _mir(
+    store, s_rows, t_rows, r_rows, y_s, y_t, y_r, alpha_s, alpha_r, C_s, C_t, f_s, b
+):
+    """Multiple instance replacement, as published (equations 17 and 18).
 
-    The paper's system (17) also asks the bounded points to move onto the
-    margin; we keep only the free points' rows (``Delta f = 0``), whose
-    optimality is what the seed should preserve.
+    The unknowns are ``u = y_T * alpha_T``; over the shared points,
+    ``K_ST u = Delta f + K_SR (y_R * alpha_R)`` asks the free points to keep
+    their optimality indicator (``Delta f_i = 0``) and the bounded ones to
+    reach the margin (``f_i + Delta f_i = b``), and ``sum(u) = y_R'alpha_R``
+    keeps the equality. Solved by least squares; ``alpha_T`` is then clipped
+    to the box (the caller repairs the equality over ``T`` first).
     """
     n_t = t_rows.shape[0]
     if n_t == 0 or not np.any(alpha_r > 0):
         return np.zeros(n_t)
     free = (alpha_s > 0) & (alpha_s < C_s)
-    m_rows, y_m = s_rows[free], y_s[free]
+    delta_f = np.where(free, 0.0, b - f_s)
     sv_r = alpha_r > 0
-    # Q_{M,T} alpha_T = Q_{M,R} alpha_R and y_T' alpha_T = y_R' alpha_R.
-    A = np.empty((m_rows.shape[0] + 1, n_t))
-    A[:-1] = store.block(m_rows, t_rows) * (y_m[:, None] * y_t[None, :])
-    A[-1] = y_t
-    b = np.empty(m_rows.shape[0] + 1)
-    K_mr = store.block(m_rows, r_rows[sv_r])
-    b[:-1] = y_m * (K_mr @ (y_r[sv_r] * alpha_r[sv_r]))
-    b[-1] = y_r @ alpha_r
-    return np.clip(_least_squares(A, b), 0.0, C_t)
+    u_r = y_r[sv_r] * alpha_r[sv_r]
+    A = np.empty((s_rows.shape[0] + 1, n_t))
+    A[:-1] = store.block(s_rows, t_rows)
+    A[-1] = 1.0
+    rhs = np.empty(s_rows.shape[0] + 1)
+    rhs[:-1] = delta_f + store.block(s_rows, r_rows[sv_r]) @ u_r
+    rhs[-1] = u_r.sum()
+    return np.clip(y_t * _least_squares(A, rhs), 0.0, C_t)
 
 
 def _least_squares(A, b):
