@@ -231,11 +231,32 @@ def test_multi_metric_scoring(case):
     assert "test_score" not in multi
 
 
-def test_n_jobs_gives_the_same_scores(case):
-    _, backend, make, data, _ = case
+@pytest.mark.parametrize("plan_kind", ["fixed", "randomized"])
+@pytest.mark.parametrize("scoring", ["default", "second_metric"])
+def test_n_jobs_gives_the_same_scores_and_leaves(case, plan_kind, scoring):
+    """Threads give the serial scores, and stream every leaf once (also where the
+    leaves are scored in Python: a metric a native kernel does not compute)."""
+    _, backend, make, data, metrics = case
     X, y = data()
-    one = tree_cross_validate(make(), X, y, cv=K, method=backend, n_jobs=1)
-    two = tree_cross_validate(make(), X, y, cv=K, method=backend, n_jobs=2)
+    plan = _plans(y)[plan_kind]
+    scoring = None if scoring == "default" else metrics[1]
+    results = []
+    for n_jobs in (1, 2):
+        seen = []
+        result = tree_cross_validate(
+            make(),
+            X,
+            y,
+            cv=plan,
+            method=backend,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            leaf_callback=seen.append,
+        )
+        assert sorted(leaf.split for leaf in seen) == list(range(K))
+        assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]
+        results.append(result)
+    one, two = results
     assert_array_equal(one["test_score"], two["test_score"])
     assert one["n_samples_fed"] == two["n_samples_fed"]
 

@@ -32,13 +32,23 @@ def test_model_selection_imports_no_learner_package():
     assert not {m for m in loaded if m.startswith(LEARNER_PACKAGES)}
 
 
-def test_the_floor_imports_nothing_above_it():
-    loaded = _loaded_after("import sklearn_ext.utils._prefix_cache")
+@pytest.mark.parametrize("module", ["_prefix_cache", "_fitted_state"])
+def test_the_floor_imports_nothing_above_it(module):
+    loaded = _loaded_after(f"import sklearn_ext.utils.{module}")
     assert loaded <= {
         "sklearn_ext",
         "sklearn_ext.utils",
-        "sklearn_ext.utils._prefix_cache",
+        f"sklearn_ext.utils.{module}",
     }
+
+
+def test_one_snapshot_for_the_native_learners():
+    # The Python tree's snapshot/restore of our learners has one definition.
+    from sklearn_ext.utils._fitted_state import FittedStateMixin
+
+    for learner in (PegasosClassifier, SemiSupervisedAnomalyDetector):
+        assert "_treecv_snapshot" not in vars(learner)
+        assert learner._treecv_snapshot is FittedStateMixin._treecv_snapshot
 
 
 def test_learners_do_not_import_the_cv_machinery():

@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone, is_classifier
 from sklearn.linear_model import SGDClassifier
 
-from sklearn_ext import FoldPlan, SemiSupervisedAnomalyDetector, tree_cross_validate
+from sklearn_ext import SemiSupervisedAnomalyDetector, tree_cross_validate
 from sklearn_ext._fast import _ssad, _tree
 from sklearn_ext.anomaly._ssad import auroc
 from sklearn_ext.linear_model import (
@@ -15,7 +15,6 @@ from sklearn_ext.linear_model import (
     LogisticSGDClassifier,
     PegasosClassifier,
 )
-from sklearn_ext.model_selection import choose_backend
 from sklearn_ext.model_selection._backends import (
     CVTask,
     LeafTable,
@@ -102,18 +101,6 @@ def test_native_equals_python_engine(
 
 
 @pytest.mark.parametrize("order", ["fixed", "randomized"])
-@pytest.mark.parametrize("n_jobs", [2, 3])
-def test_threads_give_the_same_scores(order, n_jobs, global_random_seed):
-    X, y = _data(global_random_seed, n_classes=3)
-    estimator = PegasosClassifier(alpha=1e-2)
-    serial = NativeTreeBackend().run(_task(estimator, X, y, cv=11, order=order))
-    task = _task(estimator, X, y, cv=11, order=order, n_jobs=n_jobs)
-    threaded = NativeTreeBackend().run(task)
-    assert_array_equal(_scores(threaded), _scores(serial))
-    assert sum(leaf.n_samples_fed for leaf in threaded) == task.plan.n_samples_fed()
-
-
-@pytest.mark.parametrize("order", ["fixed", "randomized"])
 def test_leave_one_out_equals_python_engine(order, global_random_seed):
     X, y = _data(global_random_seed, n_samples=40)
     task = _task(LogisticSGDClassifier(alpha=1e-2), X, y, cv=40, order=order)
@@ -142,25 +129,6 @@ def test_other_metrics_fall_back_to_the_scorer(estimator, scoring, global_random
     python = PythonTreeBackend().run(task)
     for name in python[0].scores:
         assert_allclose(_scores(native, name), _scores(python, name), atol=1e-12)
-
-
-def test_tree_cross_validate_picks_the_native_tree(global_random_seed):
-    X, y = _data(global_random_seed)
-    assert choose_backend(PegasosClassifier()).name == "native_tree"
-    result = tree_cross_validate(PegasosClassifier(alpha=1e-2), X, y, cv=5)
-    assert result["backend"] == "native_tree"
-    assert result["test_score"].shape == (5,)
-    assert set(result) == {
-        "fit_time",
-        "score_time",
-        "test_score",
-        "n_samples_fed",
-        "backend",
-    }
-    standard = tree_cross_validate(
-        PegasosClassifier(alpha=1e-2), X, y, cv=5, method="standard"
-    )
-    assert standard["backend"] == "standard"
 
 
 def test_return_estimator_rebuilds_the_fold_models(global_random_seed):
@@ -225,20 +193,6 @@ def test_bad_parameters_are_reported_by_the_native_tree(global_random_seed):
     X, y = _data(global_random_seed)
     with pytest.raises(ValueError, match="The 'alpha' parameter of PegasosClassifier"):
         tree_cross_validate(PegasosClassifier(alpha=-1), X, y)
-
-
-def test_columnar_results_follow_the_split_order(global_random_seed):
-    X, y = _data(global_random_seed)
-    chunks = np.array_split(np.arange(len(X)), 8)
-    plan = FoldPlan(chunks, len(X), leaf_order="interleaved")
-    native = tree_cross_validate(PegasosClassifier(alpha=1e-2), X, y, cv=plan)
-    python = tree_cross_validate(
-        PegasosClassifier(alpha=1e-2), X, y, cv=plan, method=PythonTreeBackend()
-    )
-    assert native["backend"] == "native_tree"
-    assert python["backend"] == "python_tree"
-    assert_array_equal(native["test_score"], python["test_score"])
-    assert native["n_samples_fed"] == python["n_samples_fed"] == plan.n_samples_fed()
 
 
 # -- the engine's model interface (sklearn_ext._fast._tree) ---------------------------
@@ -396,37 +350,6 @@ def test_any_estimator_with_a_native_model_runs_on_the_native_tree():
     assert NativeTreeBackend.accepts(PegasosClassifier())
     assert NativeTreeBackend.accepts(SemiSupervisedAnomalyDetector())
     assert not NativeTreeBackend.accepts(SGDClassifier())
-
-
-@pytest.mark.parametrize(
-    "estimator, scoring",
-    [
-        (PegasosClassifier(alpha=1e-2), "f1_macro"),
-        (SemiSupervisedAnomalyDetector(eta_u=5, gamma=0.3, random_state=0), None),
-        (SemiSupervisedAnomalyDetector(eta_u=5, gamma=0.3, random_state=0), "roc_auc"),
-    ],
-)
-def test_threads_stream_the_same_leaves(estimator, scoring, global_random_seed):
-    X, y = _data(global_random_seed, n_samples=200, n_classes=2)
-    if not is_classifier(estimator):
-        y = np.where(y == 1, 1, -1)
-    results = []
-    for n_jobs in (None, 3):
-        seen = []
-        result = tree_cross_validate(
-            estimator,
-            X,
-            y,
-            cv=9,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            leaf_callback=seen.append,
-        )
-        assert result["backend"] == "native_tree"
-        assert sorted(leaf.fold for leaf in seen) == list(range(9))
-        assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]
-        results.append(result)
-    assert_array_equal(results[0]["test_score"], results[1]["test_score"])
 
 
 @pytest.mark.parametrize("scoring", [None, "f1_macro"])

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import cached_features, draw_weights, resolve_gamma
+from sklearn_ext.utils._fitted_state import FittedStateMixin
 from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
     batches,
@@ -108,7 +109,7 @@ def training_labels(y, labeled, n_samples: int, owner: str) -> np.ndarray:
     return np.ascontiguousarray(y_train)
 
 
-class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
+class SemiSupervisedAnomalyDetector(FittedStateMixin, OutlierMixin, BaseEstimator):
     r"""Semi-supervised anomaly detection (SSAD) with random Fourier features.
 
     The SSAD of Görnitz, Kloft, Rieck and Brefeld (2013) learns a threshold
@@ -567,22 +568,6 @@ class SemiSupervisedAnomalyDetector(OutlierMixin, BaseEstimator):
         from sklearn_ext.anomaly._backend import native_model
 
         return native_model(self, task)
-
-    def _treecv_snapshot(self) -> dict:
-        """The fitted state (for the Python TreeCV engine's snapshot/restore)."""
-        return {
-            key: value.copy() if isinstance(value, np.ndarray) else value
-            for key, value in vars(self).items()
-            if key == "_state" or (key.endswith("_") and not key.startswith("__"))
-        }
-
-    def _treecv_restore(self, snapshot: dict) -> None:
-        """Put back a state taken by :meth:`_treecv_snapshot`."""
-        for key in list(vars(self)):
-            if key == "_state" or (key.endswith("_") and not key.startswith("__")):
-                delattr(self, key)
-        for key, value in snapshot.items():
-            setattr(self, key, value.copy() if isinstance(value, np.ndarray) else value)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -31,6 +31,7 @@ from sklearn.utils.validation import (
 )
 
 from sklearn_ext._fast import _sgd
+from sklearn_ext.utils._fitted_state import FittedStateMixin
 from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
     batches,
@@ -82,7 +83,7 @@ def _data_scale(X) -> float:
     return scale
 
 
-class BaseNativeSGD(BaseEstimator):
+class BaseNativeSGD(FittedStateMixin, BaseEstimator):
     """Base of the learners whose state the native tree can copy, push and pop.
 
     Subclasses set ``_loss``, ``_schedule`` and ``_average`` and implement
@@ -387,22 +388,6 @@ class BaseNativeSGD(BaseEstimator):
             X.shape[1],
             X.shape[0],
         )
-
-    def _treecv_snapshot(self) -> dict:
-        """The fitted state (for the Python TreeCV engine's snapshot/restore)."""
-        return {
-            key: value.copy() if isinstance(value, np.ndarray) else value
-            for key, value in vars(self).items()
-            if key == "_state" or (key.endswith("_") and not key.startswith("__"))
-        }
-
-    def _treecv_restore(self, snapshot: dict) -> None:
-        """Put back a state taken by :meth:`_treecv_snapshot`."""
-        for key in list(vars(self)):
-            if key == "_state" or (key.endswith("_") and not key.startswith("__")):
-                delattr(self, key)
-        for key, value in snapshot.items():
-            setattr(self, key, value.copy() if isinstance(value, np.ndarray) else value)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

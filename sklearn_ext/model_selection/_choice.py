@@ -5,17 +5,15 @@ Every door (:func:`~sklearn_ext.tree_cross_validate`, ``TreeCVSearchCV``,
 :func:`choose_backend`, so the same estimator and method give the same backend,
 the same warning and the same recorded name everywhere.
 
-The engines of the learner packages (the native tree, the alpha-seeding SVM
-backend) are found by name on first use, like plug-ins: importing
-``sklearn_ext.model_selection`` imports none of the learner packages, which
-import the backend contract from here.
+The exact statistics and native tree backends live in this package and are
+imported with it. The alpha-seeding backend belongs to the SVM package, which
+imports the backend contract from here: it is imported on first use only, so
+that importing ``sklearn_ext.model_selection`` imports no learner package.
 """
 
 from __future__ import annotations
 
-import importlib
 import warnings
-from functools import cache
 
 from sklearn.utils._param_validation import StrOptions
 
@@ -24,17 +22,19 @@ from sklearn_ext.model_selection._backends import (
     PythonTreeBackend,
     StandardBackend,
 )
+from sklearn_ext.model_selection._exact import ExactStatisticsBackend
+from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = ["METHODS", "TreeCVFallbackWarning", "backend_class", "choose_backend"]
 
 METHODS = ("auto", "exact", "treecv", "standard", "alpha_seeding")
 
-#: Engines of the learner packages, fastest first, as "module:Class".
-_ENGINES = {
-    "exact": ("sklearn_ext.model_selection._exact:ExactStatisticsBackend",),
-    "alpha_seeding": ("sklearn_ext.svm._backend:AlphaSeedingBackend",),
-    "treecv": ("sklearn_ext.model_selection._native:NativeTreeBackend",),
+#: The backends that may run each method, fastest first (``alpha_seeding``'s
+#: is imported on first use, see :func:`_engines`).
+_ENGINES: dict[str, tuple[type[Backend], ...]] = {
+    "exact": (ExactStatisticsBackend,),
+    "treecv": (NativeTreeBackend, PythonTreeBackend),
 }
 
 
@@ -48,15 +48,15 @@ class TreeCVFallbackWarning(UserWarning):
     """
 
 
-@cache
 def _engines(method: str) -> tuple[type[Backend], ...]:
-    classes = []
-    for path in _ENGINES.get(method, ()):
-        module, name = path.split(":")
-        classes.append(getattr(importlib.import_module(module), name))
-    if method == "treecv":
-        classes.append(PythonTreeBackend)
-    return tuple(classes)
+    """The backends that may run ``method``, fastest first."""
+    if method == "alpha_seeding":
+        # The SVM package imports this one for the backend contract: importing
+        # it here, at first use, keeps model_selection free of learner packages.
+        from sklearn_ext.svm._backend import AlphaSeedingBackend
+
+        return (AlphaSeedingBackend,)
+    return _ENGINES.get(method, ())
 
 
 def backend_class(name: str) -> type[Backend]:
