@@ -229,6 +229,19 @@ def test_console_entry_point():
     assert result.stderr.startswith("optuna-treecv: error: unknown learner")
 
 
+def test_a_whole_run_says_the_regime_note_once(tmp_path):
+    # The trials and the closing time comparison both run the tree on SGD.
+    result = subprocess.run(
+        [sys.executable, "-m", "optuna_treecv", "tune", "sgd", "digits", "--cv",
+         "3", "--n-trials", "3", "--storage", f"sqlite:///{tmp_path / 'w.db'}",
+         "--no-progress-bar"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Time: " in result.stdout  # The comparison ran.
+    assert result.stderr.count("TreeCVRegimeWarning") == 1, result.stderr
+
+
 def test_cv_runs_the_svm_through_alpha_seeding(capsys):
     assert main(["cv", "svc", "iris", "--cv", "3", "--set", "C=10"]) == 0
     out = capsys.readouterr().out
