@@ -111,10 +111,8 @@ def run_per_C(X, y, plan, gamma):
     return time.perf_counter() - tic, n_iter, CS[best], scores[best]
 
 
-def run_path(X, y, plan, gamma):
-    tic = time.perf_counter()
-    res = svm_c_path_cv(AlphaSeededSVC(gamma=gamma), X, y, CS, cv=plan)
-    elapsed = time.perf_counter() - tic
+def _summary(elapsed, res):
+    """(time, SMO iterations, best C, its score, (warm-start skips, hits))."""
     best = int(np.argmax(res["mean_test_score"]))
     extra = (int(res["warm_start_skips"].sum()), int(res["warm_start_hits"].sum()))
     return (
@@ -124,22 +122,18 @@ def run_path(X, y, plan, gamma):
         float(res["mean_test_score"][best]),
         extra,
     )
+
+
+def run_path(X, y, plan, gamma):
+    tic = time.perf_counter()
+    res = svm_c_path_cv(AlphaSeededSVC(gamma=gamma), X, y, CS, cv=plan)
+    return _summary(time.perf_counter() - tic, res)
 
 
 def run_search(X, y, plan, gamma):
     tic = time.perf_counter()
     search = TreeCVSearchCV(AlphaSeededSVC(gamma=gamma), {"C": CS}, cv=plan).fit(X, y)
-    elapsed = time.perf_counter() - tic
-    res = search.cv_results_
-    best = int(np.argmax(res["mean_test_score"]))
-    extra = (int(res["warm_start_skips"].sum()), int(res["warm_start_hits"].sum()))
-    return (
-        elapsed,
-        int(res["n_iter"].sum()),
-        CS[best],
-        float(res["mean_test_score"][best]),
-        extra,
-    )
+    return _summary(time.perf_counter() - tic, search.cv_results_)
 
 
 def run_search_one_thread(X, y, plan, gamma):
