@@ -235,3 +235,32 @@ def test_cli_final_svm_is_seeded_from_the_trials_folds(tmp_path, capsys):
     model = joblib.load(path)
     assert model.warm_start_from_fold_.all()
     assert model.warm_start_store is None
+
+
+def test_a_search_hashes_the_data_once(binary, monkeypatch):
+    # Every candidate keys its store by a hash of X and y: within one search
+    # fit X is read once (data_scope), with the same value as outside it.
+    import sklearn_ext.svm._warm_start as warm_start
+    from sklearn_ext.utils._data_scope import data_scope
+
+    X, y = binary
+    plain = warm_start.data_fingerprint(X, y)
+    with data_scope():
+        assert warm_start.data_fingerprint(X, y) == plain
+        assert warm_start.data_fingerprint(X, y) == plain
+    changed = X.copy()
+    changed[0, 0] += 1.0
+    with data_scope():
+        assert warm_start.data_fingerprint(changed, y) != plain
+
+    reads = []
+    update = warm_start._update
+
+    def counting(h, *parts):
+        reads.extend(p for p in parts if isinstance(p, str) and p == "dense")
+        return update(h, *parts)
+
+    monkeypatch.setattr(warm_start, "_update", counting)
+    TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": [0.5, 1.0, 2.0]}, cv=3).fit(X, y)
+    # One read by the three candidates, one by the refit (outside the scope).
+    assert len(reads) == 2

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from sklearn_ext._fast._smo import gradient_from_alpha, update_gradient
 from sklearn_ext.svm._seeding import seed_pair
 from sklearn_ext.svm._solver import PairProblem, repair_equality
+from sklearn_ext.utils._data_scope import scoped_memo
 
 __all__ = [
     "KeyedKernel",
@@ -47,8 +48,7 @@ __all__ = [
 DEFAULT_MAX_BYTES = 512 * 2**20
 
 
-def _digest(*parts) -> str:
-    h = hashlib.blake2b(digest_size=16)
+def _update(h, *parts):
     for part in parts:
         if isinstance(part, np.ndarray):
             part = np.ascontiguousarray(part)
@@ -57,7 +57,48 @@ def _digest(*parts) -> str:
         else:
             h.update(repr(part).encode())
         h.update(b"|")
-    return h.hexdigest()
+    return h
+
+
+def _digest(*parts) -> str:
+    return _update(hashlib.blake2b(digest_size=16), *parts).hexdigest()
+
+
+def _x_hash(X):
+    """The hash state after ``X``'s part of the fingerprint.
+
+    Within a :func:`~sklearn_ext.utils._data_scope.data_scope` (a search's
+    ``fit``: every candidate builds its store keys from the same ``X``), the
+    state is kept and ``X`` read once (about 10 ms per candidate on madelon's
+    2,000 x 500 floats).
+    """
+    memo = scoped_memo()
+    scope = None if memo is None else memo.setdefault("warm_start_x_hash", {})
+    layout = None
+    if scope is not None:
+        if sp.issparse(X):
+            layout = (X.format, X.shape, id(X.data), id(X.indices), id(X.indptr))
+        elif isinstance(X, np.ndarray):
+            layout = (X.ctypes.data, X.shape, X.strides, X.dtype.str)
+        known = scope.get(id(X))
+        if layout is not None and known is not None:
+            if known[0] is X and known[1] == layout:
+                return known[2].copy()
+    if sp.issparse(X):
+        csr = X.tocsr()
+        h = _update(
+            hashlib.blake2b(digest_size=16),
+            "csr",
+            csr.shape,
+            csr.data,
+            csr.indices,
+            csr.indptr,
+        )
+    else:
+        h = _update(hashlib.blake2b(digest_size=16), "dense", np.asarray(X))
+    if layout is not None:
+        scope[id(X)] = (X, layout, h.copy())
+    return h
 
 
 def data_fingerprint(X, y) -> str:
@@ -65,10 +106,7 @@ def data_fingerprint(X, y) -> str:
     y = np.asarray(y)
     if y.dtype == object:
         y = np.asarray([str(v) for v in y])
-    if sp.issparse(X):
-        X = X.tocsr()
-        return _digest("csr", X.shape, X.data, X.indices, X.indptr, y)
-    return _digest("dense", np.asarray(X), y)
+    return _update(_x_hash(X), y).hexdigest()
 
 
 class KeyedKernel:
