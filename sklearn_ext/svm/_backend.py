@@ -44,7 +44,11 @@ class AlphaSeedingBackend(Backend):
     number of training rows and ``fit_time`` its seeding plus solving time.
     With ``probability=True`` (``SVC``'s included) each fold model also fits its
     own Platt sigmoids from an internal CV on its training rows (counted in
-    ``fit_time``), so probability scorers such as ``neg_log_loss`` work.
+    ``fit_time``), so probability scorers such as ``neg_log_loss`` work. A fold
+    model is built only when it is used: returned (``return_estimator=True``)
+    or scored by a scorer other than accuracy. Accuracy is read from the kernel
+    store, so a fold scored that way keeps no model, no copy of its support
+    vectors and no sigmoids, and memory stays flat in k.
 
     Parameters
     ----------

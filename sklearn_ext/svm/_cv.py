@@ -483,7 +483,9 @@ def alpha_seeded_cv(
         As in :func:`~sklearn_ext.tree_cross_validate`; ``None`` is accuracy
         (computed from the kernel store).
     return_estimator : bool, default=False
-        Whether to return each fold's fitted :class:`AlphaSeededSVC`.
+        Whether to return each fold's fitted :class:`AlphaSeededSVC`. Without
+        it, folds scored by accuracy build no model at all (no copy of their
+        support vectors): memory does not grow with the number of folds.
     random_state : int, default=0
         Seed of SIR's random replacements (used only when an added chunk has no
         point of a removed support vector's label).
