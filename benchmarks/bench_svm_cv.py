@@ -27,7 +27,12 @@ kernel forced into bounded columns (``cache_size`` a tenth of the float64
 kernel, for the peer as well; the peer's loop is timed on ``--peer-folds``
 folds and scaled to 10). ``--part full``: all of a9a (ours, and the ``SVC``
 loop timed on ``--peer-folds`` folds, scaled) or all of w8a (ours: time and
-peak memory), one round each.
+peak memory), one round each. ``--part memory``: madelon at k = 5, 10, 20, 50,
+100 (the k-slope's folds and settings, defaults otherwise), ``alpha_seeded_cv``
+with one chain (``n_jobs=1``) and the default (``n_jobs=None``: every core), each
+run in a fresh process: its time, its peak RSS (``ru_maxrss``) and, in a second
+run in the same process, the peak of traced allocations (``tracemalloc``);
+rounds interleaved, medians printed, with the ratio of k = 100 to k = 5.
 """
 
 from __future__ import annotations
@@ -352,6 +357,114 @@ def child(args) -> int:
 PARAMS = {"a9a": (100.0, 0.5), "w8a": (64.0, 7.8125)}
 
 
+def memory_child(args) -> int:
+    """One k of ``--part memory`` in this fresh process; prints a JSON line.
+
+    Time and peak RSS of the run, then the peak of traced allocations
+    (tracemalloc) of the same run repeated: the data set, loaded before, counts
+    in neither's growth above ``base_mb``.
+    """
+    import tracemalloc
+
+    from sklearn_ext.svm._cv import chain_count
+
+    rows, C, gamma = K_SLOPE[args.child_set]
+    X, y = svm_dataset(args.child_set.split("-")[0], rows)
+    folds = StratifiedKFold(args.child_k, shuffle=True, random_state=0).split(X, y)
+    plan = FoldPlan([test for _, test in folds], n_samples=X.shape[0])
+    n_jobs = None if args.child_jobs == 0 else args.child_jobs
+
+    def run():
+        return alpha_seeded_cv(
+            AlphaSeededSVC(C=C, gamma=gamma), X, y, cv=plan, n_jobs=n_jobs
+        )
+
+    base = _rss_mb()
+    tic = time.perf_counter()
+    result = run()
+    elapsed = time.perf_counter() - tic
+    peak = _rss_mb()
+    del result
+    tracemalloc.start()
+    try:
+        run()
+        traced = tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+    chains = chain_count(n_jobs, plan.n_splits, plan.n_samples)
+    record = {
+        "time": elapsed,
+        "peak_mb": peak,
+        "base_mb": base,
+        "traced_mb": traced,
+        "chains": chains,
+    }
+    print("RESULT " + json.dumps(record), flush=True)
+    return 0
+
+
+def memory_against_k(name, ks, repeats) -> None:
+    """``--part memory``: time, peak RSS and traced peak against k, fresh processes."""
+    jobs = (1, 0)  # 0: n_jobs=None, the default
+    runs = {(k, j): [] for k in ks for j in jobs}
+    for _ in range(repeats):
+        for k in ks:
+            for j in jobs:
+                command = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--child",
+                    "memory",
+                    "--child-set",
+                    name,
+                    "--child-k",
+                    str(k),
+                    "--child-jobs",
+                    str(j),
+                ]
+                out = subprocess.run(
+                    command, capture_output=True, text=True, check=True
+                ).stdout
+                line = [x for x in out.splitlines() if x.startswith("RESULT ")][-1]
+                runs[(k, j)].append(json.loads(line[len("RESULT ") :]))
+    load = os.getloadavg()
+    rows, C, gamma = K_SLOPE[name]
+    print(
+        f"\n{name} memory against k: C={C:g}, gamma={gamma:g}, defaults, median of "
+        f"{repeats} interleaved rounds (fresh process each), load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end"
+    )
+    print(
+        f"  {'k':>4} {'n_jobs':<8}{'chains':>7}{'time s':>9}{'peak RSS MB':>13}"
+        f"{'(base)':>8}{'above base':>12}{'traced MB':>11}"
+    )
+    med = {}
+    for (k, j), rs in runs.items():
+        m = {
+            key: statistics.median(r[key] for r in rs)
+            for key in ("time", "peak_mb", "base_mb", "traced_mb")
+        }
+        m["above"] = statistics.median(r["peak_mb"] - r["base_mb"] for r in rs)
+        med[(k, j)] = m
+        label = "1" if j == 1 else "None"
+        print(
+            f"  {k:4d} {label:<8}{rs[0]['chains']:7d}{m['time']:9.3f}"
+            f"{m['peak_mb']:13.1f}{m['base_mb']:8.1f}{m['above']:12.1f}"
+            f"{m['traced_mb']:11.1f}"
+        )
+    lo, hi = min(ks), max(ks)
+    for j in jobs:
+        label = "n_jobs=1" if j == 1 else "n_jobs=None"
+        a, b = med[(lo, j)], med[(hi, j)]
+        slope = _slope(ks, [med[(k, j)]["time"] for k in ks]) if len(ks) > 1 else 0.0
+        print(
+            f"  {label}: k={hi} vs k={lo}: peak RSS {b['peak_mb'] / a['peak_mb']:.3f}x"
+            f" ({b['peak_mb'] - a['peak_mb']:+.1f} MB), traced "
+            f"{b['traced_mb'] / a['traced_mb']:.3f}x; slope of time {slope:.2f}"
+        )
+    sys.stdout.flush()
+
+
 def _measure(name, rows, method, cache, peer_folds=0, predictions=None):
     command = [
         sys.executable,
@@ -449,9 +562,10 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--part",
-        choices=["seeding", "defaults", "bounded", "full"],
+        choices=["seeding", "defaults", "bounded", "full", "memory"],
         default="seeding",
-        help="seeding: the seeding modes; defaults, bounded, full: issue 20's tables",
+        help="seeding: the seeding modes; defaults, bounded, full, memory: issue "
+        "20's tables",
     )
     parser.add_argument("--rows", type=int, default=8000, help="0: all rows")
     parser.add_argument("--peer-folds", type=int, default=0)
@@ -460,7 +574,11 @@ def main(argv=None) -> int:
     parser.add_argument("--child-set", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cache", default="peer", help=argparse.SUPPRESS)
     parser.add_argument("--predictions", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-k", type=int, default=10, help=argparse.SUPPRESS)
+    parser.add_argument("--child-jobs", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child == "memory":
+        return memory_child(args)
     if args.child:
         if args.cache not in ("peer", "tenth"):
             args.cache = float(args.cache)
@@ -484,6 +602,17 @@ def main(argv=None) -> int:
                 ks = tuple(int(k) for k in args.ks.split(","))
             modes = tuple(args.modes.split(","))
             k_slope(name, *data, C, gamma, ks, args.repeats or 3, modes)
+        return 0
+    if args.part == "memory":
+        names = args.sets.split(",") if args.sets else ["madelon"]
+        ks = (5, 10) if args.quick else K_SLOPE_KS
+        if args.ks:
+            ks = tuple(int(k) for k in args.ks.split(","))
+        for name in names:
+            if svm_dataset(name.split("-")[0], 10) is None:
+                print(f"{name}.npz not found in {data_dir()}; skipped.")
+                continue
+            memory_against_k(name, ks, args.repeats or 3)
         return 0
     if args.part != "seeding":
         names = args.sets.split(",") if args.sets else ["a9a", "w8a"]

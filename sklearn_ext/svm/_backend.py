@@ -44,7 +44,11 @@ class AlphaSeedingBackend(Backend):
     number of training rows and ``fit_time`` its seeding plus solving time.
     With ``probability=True`` (``SVC``'s included) each fold model also fits its
     own Platt sigmoids from an internal CV on its training rows (counted in
-    ``fit_time``), so probability scorers such as ``neg_log_loss`` work.
+    ``fit_time``), so probability scorers such as ``neg_log_loss`` work. A fold
+    model is built only when it is used: returned (``return_estimator=True``)
+    or scored by a scorer other than accuracy. Accuracy is read from the kernel
+    store, so a fold scored that way keeps no model, no copy of its support
+    vectors and no sigmoids, and memory stays flat in k.
 
     Parameters
     ----------
@@ -172,6 +176,10 @@ class AlphaSeedingBackend(Backend):
             random_state=self.random_state,
             n_chains=chain_count(task.n_jobs, task.plan.n_splits, task.plan.n_samples),
             score=accuracy if native else None,
+            # A fold model is built only for someone to use: returned, or
+            # scored through predict/decision_function. Scored natively and
+            # not returned, a fold keeps no model (no support-vector copy).
+            keep_models=task.return_estimator or not native,
         )
         # Closed on the way out, so that a stopped run waits for its chains.
         with closing(folds):
@@ -191,12 +199,11 @@ class AlphaSeedingBackend(Backend):
             "objective": solution.objective,
         }
         if with_store:
-            seeded = ~np.isnan(solution.model.warm_start_C_)
             extras.update(
                 warm_start_seed=np.nan
                 if solution.warm_start_C is None
                 else solution.warm_start_C,
-                warm_start_hits=int(seeded.sum()),
+                warm_start_hits=solution.warm_start_hits,
                 warm_start_skips=solution.warm_start_skips,
             )
         leaf = task.leaf_result(

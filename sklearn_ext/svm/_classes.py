@@ -20,6 +20,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.svm._kernel_store import (
     KernelStore,
     kernel_matrix,
@@ -545,11 +546,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if not (
             np.all(np.isfinite(self.dual_coef_)) and np.all(np.isfinite(self._rho))
         ):
-            # SVC's own check and words (sklearn/svm/_base.py).
-            raise ValueError(
-                "The dual coefficients or intercepts are not finite. The input "
-                "data may contain large values and need to be preprocessed."
-            )
+            raise ValueError(_NOT_FINITE_MODEL)
 
     # -- prediction ----------------------------------------------------------------
     def _kernel_to_support(self, X):
@@ -587,13 +584,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         return dec
 
     def _vote(self, dec):
-        n_classes = self.classes_.shape[0]
-        votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
-        for p, (a, b) in enumerate(_pairs(n_classes)):
-            wins_a = dec[:, p] > 0
-            votes[wins_a, a] += 1
-            votes[~wins_a, b] += 1
-        return self.classes_[np.argmax(votes, axis=1)]
+        return _vote_labels(dec, self.classes_)
 
     def decision_function(self, X):
         """Signed distance to the separating hyperplane(s).
@@ -731,6 +722,87 @@ def _check_class_weight(class_weight: dict, owner: str) -> None:
 
 def _pairs(n_classes: int):
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+
+#: SVC's own check and words (sklearn/svm/_base.py).
+_NOT_FINITE_MODEL = (
+    "The dual coefficients or intercepts are not finite. The input data may "
+    "contain large values and need to be preprocessed."
+)
+
+
+def _vote_labels(dec, classes) -> np.ndarray:
+    """Labels of one-vs-one voting on decision values ``dec`` (ties: lower class)."""
+    n_classes = classes.shape[0]
+    votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
+    for p, (a, b) in enumerate(_pairs(n_classes)):
+        wins_a = dec[:, p] > 0
+        votes[wins_a, a] += 1
+        votes[~wins_a, b] += 1
+    return classes[np.argmax(votes, axis=1)]
+
+
+class _PairDecisions:
+    """The decision functions of solved pair problems, without a fitted model.
+
+    What scoring from the kernel store reads: for each one-vs-one problem the
+    global rows of its support vectors, their ``y_i * alpha_i`` and the bias,
+    in the order :meth:`AlphaSeededSVC._set_model` lays them out, so the
+    decision values are the model's bit for bit. A fold that no one will
+    predict with keeps this instead of a fitted model (no copy of its support
+    vectors).
+
+    Parameters
+    ----------
+    problems : list of PairProblem
+        The solved problems, one per pair of classes, in :func:`_pairs` order.
+    classes : ndarray of shape (n_classes,)
+        Class labels.
+    """
+
+    def __init__(self, problems, classes) -> None:
+        self.classes = classes
+        self.converged = all(p.converged for p in problems)
+        self.rows, self.coefs = [], []
+        for p in problems:
+            mask = p.alpha > 0
+            self.rows.append(np.ascontiguousarray(p.idx[mask], dtype=np.intp))
+            self.coefs.append(np.ascontiguousarray((p.y * p.alpha)[mask]))
+        self.rho = np.array([p.rho for p in problems], dtype=np.float64)
+
+    def check(self, owner: str, max_iter: int) -> None:
+        """What :meth:`AlphaSeededSVC._set_model` checks, for runs without a model.
+
+        A ``ConvergenceWarning`` when ``max_iter`` stopped a problem, a
+        ``ValueError`` when a coefficient or a bias is not finite.
+        """
+        if not self.converged:
+            warn_not_converged(owner, max_iter)
+        if not (
+            all(np.all(np.isfinite(c)) for c in self.coefs)
+            and np.all(np.isfinite(self.rho))
+        ):
+            raise ValueError(_NOT_FINITE_MODEL)
+
+    def decision(self, columns, test_rows) -> np.ndarray:
+        """One-vs-one decision values of the global rows ``test_rows``.
+
+        Summed column by column over the support vectors from the kernel
+        store's ``columns`` (no kernel block is built; the reads release the
+        GIL).
+        """
+        rows = np.ascontiguousarray(test_rows, dtype=np.intp)
+        ones = np.ones(rows.shape[0])
+        dec = np.empty((rows.shape[0], len(self.coefs)))
+        for p, (sv, coef) in enumerate(zip(self.rows, self.coefs, strict=True)):
+            values = np.full(rows.shape[0], -self.rho[p])
+            update_gradient(columns, rows, ones, values, sv, coef)
+            dec[:, p] = values
+        return dec
+
+    def predict(self, columns, test_rows) -> np.ndarray:
+        """Labels of the global rows ``test_rows`` by one-vs-one voting."""
+        return _vote_labels(self.decision(columns, test_rows), self.classes)
 
 
 class _StoreKeys:

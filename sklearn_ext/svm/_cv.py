@@ -16,10 +16,14 @@ from sklearn.svm import SVC
 from sklearn.utils._param_validation import StrOptions
 from threadpoolctl import threadpool_limits
 
-from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._validation import tree_cross_validate
-from sklearn_ext.svm._classes import AlphaSeededSVC, _pairs, _StoreKeys
+from sklearn_ext.svm._classes import (
+    AlphaSeededSVC,
+    _PairDecisions,
+    _pairs,
+    _StoreKeys,
+)
 from sklearn_ext.svm._kernel_store import KernelStore, available_threads
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
 from sklearn_ext.svm._solver import PairProblem, pair_rows
@@ -91,7 +95,11 @@ class FoldSolution:
     """What one fold of an alpha-seeded run produced."""
 
     fold: int
-    model: AlphaSeededSVC
+    #: The fitted fold model, or ``None`` when the run keeps no models
+    #: (``run_folds(keep_models=False)``).
+    model: AlphaSeededSVC | None
+    #: The fold's decision functions, by global rows (see ``accuracy``).
+    decisions: _PairDecisions
     n_iter: int
     objective: np.ndarray
     seed_time: float
@@ -99,31 +107,15 @@ class FoldSolution:
     n_train: int
     store: KernelStore | None = None
     warm_start_C: float | None = None
+    warm_start_hits: int = 0
     warm_start_skips: int = 0
     #: What ``run_folds``'s ``score`` returned for this fold, if given.
     scores: Any = None
 
     def accuracy(self, test_rows, y_test) -> float:
         """Accuracy on global rows ``test_rows``, reading the kernel store."""
-        model = self.model
-        rows = np.ascontiguousarray(test_rows, dtype=np.intp)
-        ones = np.ones(rows.shape[0])
-        dec = np.empty((rows.shape[0], len(model._pair_coefs)))
-        for p, (cols, coef) in enumerate(
-            zip(model._pair_columns, model._pair_coefs, strict=True)
-        ):
-            # Summed column by column over the support vectors, no block built.
-            values = np.full(rows.shape[0], -model._rho[p])
-            update_gradient(
-                self.store.columns,
-                rows,
-                ones,
-                values,
-                np.ascontiguousarray(model._support_rows[cols], dtype=np.intp),
-                np.ascontiguousarray(coef, dtype=np.float64),
-            )
-            dec[:, p] = values
-        return float(np.mean(model._vote(dec) == y_test))
+        predicted = self.decisions.predict(self.store.columns, test_rows)
+        return float(np.mean(predicted == y_test))
 
 
 def run_folds(
@@ -136,6 +128,7 @@ def run_folds(
     random_state: int = 0,
     n_chains: int = 1,
     score=None,
+    keep_models: bool = True,
 ):
     """Solve every fold of ``plan``, each seeded from the previous one of its chain.
 
@@ -153,6 +146,12 @@ def run_folds(
     generator to wait for them). ``score``, if given, is called as
     ``score(solution)`` in the thread that solved the fold, and its result is
     kept in ``solution.scores``.
+
+    With ``keep_models=False`` no fold model is built (``solution.model`` is
+    ``None``): a fold keeps only its decision functions by global rows
+    (``solution.decisions``), which is all that scoring from the kernel store
+    (``solution.accuracy``) reads. No copy of the support vectors, no Platt
+    sigmoids (``probability=True``), nothing that grows with the folds.
     """
     if not isinstance(seeding, str) or seeding not in SEEDINGS:
         raise ValueError(
@@ -173,7 +172,7 @@ def run_folds(
     gamma = model._resolve_gamma(X)
     keys = _StoreKeys(model, X, y, gamma)
     store = keys.kernel_store(X, gamma)
-    run = _Run(model, X, y, classes, y_enc, gamma, keys, seeding, score)
+    run = _Run(model, X, y, classes, y_enc, gamma, keys, seeding, score, keep_models)
     chains = [
         chain.tolist()
         for chain in np.array_split(np.arange(plan.n_splits), max(1, n_chains))
@@ -202,6 +201,7 @@ class _Run:
     keys: _StoreKeys
     seeding: str
     score: Any = None
+    keep_models: bool = True
 
     def solve(self, plan, fold, store, previous, rng):
         """Seed fold ``fold`` from ``previous`` (its chain's last problems), solve.
@@ -224,8 +224,7 @@ class _Run:
                 "training part (SVC would fit a model with fewer classes). Use a "
                 "stratified cv or fewer folds."
             )
-        fold_model = clone(model)
-        c_by_class = fold_model._class_C_for(classes, y_enc[rows])
+        c_by_class = model._class_C_for(classes, y_enc[rows])
         problems = []
         seeds = []
         for p, (a, b) in enumerate(_pairs(n_classes)):
@@ -258,8 +257,49 @@ class _Run:
         tic = time.perf_counter()
         for problem, found in zip(problems, seeds, strict=True):
             keys.solve(store, problem, found, rows, seeded=True)
-        fold_model.classes_ = classes
-        X, y = self.X, self.y
+        if self.keep_models:
+            solution = self._fold_model(
+                fold, rows, problems, seeds, store, seed_time, tic
+            )
+        else:
+            # Only the scores are asked for: no model, no Platt sigmoids.
+            fit_time = time.perf_counter() - tic
+            decisions = _PairDecisions(problems, classes)
+            decisions.check(type(model).__name__, model.max_iter)
+            solution = FoldSolution(
+                fold=fold,
+                model=None,
+                decisions=decisions,
+                n_iter=int(sum(p.n_iter for p in problems)),
+                objective=np.array([p.objective() for p in problems]),
+                seed_time=seed_time,
+                fit_time=fit_time,
+                n_train=int(rows.shape[0]),
+                store=store,
+                warm_start_C=next(
+                    (float(found[0].C) for found in seeds if found is not None),
+                    None,
+                ),
+                warm_start_hits=sum(found is not None for found in seeds),
+                warm_start_skips=sum(
+                    found is not None and bool(found[1]) for found in seeds
+                ),
+            )
+        if self.score is not None:
+            solution.scores = self.score(solution)
+        return solution, problems
+
+    def _fold_model(
+        self, fold, rows, problems, seeds, store, seed_time, tic
+    ) -> FoldSolution:
+        """The fold's fitted :class:`AlphaSeededSVC`, in its :class:`FoldSolution`.
+
+        ``tic`` is when solving started: ``fit_time`` counts the Platt
+        sigmoids, not the fitted attributes.
+        """
+        model, X, y = self.model, self.X, self.y
+        fold_model = clone(model)
+        fold_model.classes_ = self.classes
         if fold_model.probability:
             # Each fold model gets its own Platt sigmoids from an internal CV
             # on its training rows, as SVC(probability=True) fitted on them.
@@ -273,12 +313,14 @@ class _Run:
         fit_time = time.perf_counter() - tic
 
         fold_model.n_features_in_ = X.shape[1]
-        fold_model._set_model(problems, X, self.gamma, n_classes)
+        fold_model._set_model(problems, X, self.gamma, self.classes.shape[0])
         fold_model._set_seeds(seeds)
-        seed_Cs = fold_model.warm_start_C_[~np.isnan(fold_model.warm_start_C_)]
-        solution = FoldSolution(
+        seeded = ~np.isnan(fold_model.warm_start_C_)
+        seed_Cs = fold_model.warm_start_C_[seeded]
+        return FoldSolution(
             fold=fold,
             model=fold_model,
+            decisions=_PairDecisions(problems, self.classes),
             n_iter=int(fold_model.n_iter_.sum()),
             objective=fold_model.objective_,
             seed_time=seed_time,
@@ -286,11 +328,9 @@ class _Run:
             n_train=int(rows.shape[0]),
             store=store,
             warm_start_C=float(seed_Cs[0]) if seed_Cs.shape[0] else None,
+            warm_start_hits=int(seeded.sum()),
             warm_start_skips=int(fold_model.warm_start_skipped_.sum()),
         )
-        if self.score is not None:
-            solution.scores = self.score(solution)
-        return solution, problems
 
 
 class _SerializedStore:
@@ -443,7 +483,9 @@ def alpha_seeded_cv(
         As in :func:`~sklearn_ext.tree_cross_validate`; ``None`` is accuracy
         (computed from the kernel store).
     return_estimator : bool, default=False
-        Whether to return each fold's fitted :class:`AlphaSeededSVC`.
+        Whether to return each fold's fitted :class:`AlphaSeededSVC`. Without
+        it, folds scored by accuracy build no model at all (no copy of their
+        support vectors): memory does not grow with the number of folds.
     random_state : int, default=0
         Seed of SIR's random replacements (used only when an added chunk has no
         point of a removed support vector's label).
