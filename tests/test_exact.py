@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
 import warnings
@@ -482,8 +483,6 @@ def test_errors_name_what_is_wrong(counts, gaussian):
     X, y = counts
     with pytest.raises(ValueError, match="only the fit parameter 'sample_weight'"):
         tree_cross_validate(MultinomialNB(), X, y, fit_params={"other": 1})
-    with pytest.raises(TypeError, match="GaussianNB does not accept sparse X"):
-        tree_cross_validate(GaussianNB(), sparse.csr_matrix(X), y)
     with pytest.raises(ValueError, match="Negative values"):
         tree_cross_validate(MultinomialNB(), -X, y)
     with pytest.raises(ValueError, match="alpha"):
@@ -492,6 +491,29 @@ def test_errors_name_what_is_wrong(counts, gaussian):
         ExactStatisticsBackend(cache={})
     with pytest.raises(ValueError, match="'max_bytes' parameter of StatisticsCache"):
         StatisticsCache(max_bytes=-1)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [GaussianNB(), CategoricalNB(), LinearDiscriminantAnalysis(solver="lsqr")],
+    ids=lambda estimator: type(estimator).__name__,
+)
+def test_sparse_X_is_refused_in_scikit_learns_words(counts, estimator):
+    """One check for every dense-only learner; the message is the one its own fit
+    raises (check_array's), naming the learner."""
+    X, y = counts
+    X = sparse.csr_matrix(X)
+    with pytest.raises(TypeError) as theirs:
+        clone(estimator).fit(X, y)
+    ours = (
+        "Sparse data was passed for X, but dense data is required by "
+        f"{type(estimator).__name__}. Use '.toarray()' to convert to a dense "
+        "numpy array."
+    )
+    assert str(theirs.value).startswith(ours.split(" by ")[0])
+    assert ExactStatisticsBackend.accepts(estimator)
+    with pytest.raises(TypeError, match=re.escape(ours)):
+        tree_cross_validate(estimator, X, y, cv=3)
 
 
 def test_model_selection_imports_no_learner_module():

@@ -170,16 +170,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
             The fitted wrapper.
         """
         cache = resolve_cache(self.cache, "TreeCVEstimator")
-        if y is None:
-            X = validate_data(self, X, accept_sparse="csr", reset=True)
-        else:
-            X, y = validate_data(
-                self, X, y, accept_sparse="csr", multi_output=True, reset=True
-            )
-        if _routing_enabled():
-            fit_params = process_routing(
-                self, "fit", **fit_params
-            ).estimator.partial_fit
+        X, y, fit_params = self._check_rows("fit", X, y, fit_params, reset=True)
         n_samples = X.shape[0]
         classes = None
         if is_classifier(self.estimator) and y is not None:
@@ -266,16 +257,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         first_call = "_stream" not in vars(self)
         if first_call:
             self._validate_params()
-        if y is None:
-            X = validate_data(self, X, accept_sparse="csr", reset=first_call)
-        else:
-            X, y = validate_data(
-                self, X, y, accept_sparse="csr", multi_output=True, reset=first_call
-            )
-        if _routing_enabled():
-            params = process_routing(
-                self, "partial_fit", **params
-            ).estimator.partial_fit
+        X, y, params = self._check_rows("partial_fit", X, y, params, reset=first_call)
         if first_call:
             if classes is None and self.classes is not None:
                 classes = np.asarray(self.classes)
@@ -317,6 +299,18 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         self._flushed = None
         self.n_samples_fed_ += n_samples
         return self
+
+    def _check_rows(self, method: str, X, y, params: dict, *, reset: bool):
+        """Validated ``X`` and ``y``, and ``params`` as routed to ``partial_fit``."""
+        if y is None:
+            X = validate_data(self, X, accept_sparse="csr", reset=reset)
+        else:
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", multi_output=True, reset=reset
+            )
+        if _routing_enabled():
+            params = process_routing(self, method, **params).estimator.partial_fit
+        return X, y, params
 
     def _set_stream(self, model, classes, n_fed: int) -> None:
         self._stream = model

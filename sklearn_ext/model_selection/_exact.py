@@ -881,6 +881,9 @@ class _Family:
     names: ClassVar[tuple[str, ...]]
     #: Accuracy can be computed from ``_joint_log_likelihood`` (naive Bayes).
     joint_log_likelihood: ClassVar[bool] = False
+    #: The estimator's ``fit`` takes sparse ``X`` (else the backend refuses it
+    #: as that ``fit`` would, before any statistics are computed).
+    accepts_sparse: ClassVar[bool] = True
 
     def supports(self, estimator) -> bool:
         return True
@@ -949,12 +952,9 @@ class _GaussianNB(_Family):
     names = ("sklearn.naive_bayes.GaussianNB",)
     joint_log_likelihood = True
 
+    accepts_sparse = False
+
     def prepare(self, estimator, X, y):
-        if sp.issparse(X):
-            raise TypeError(
-                "GaussianNB does not accept sparse X (scikit-learn's fit raises "
-                "too); pass a dense array."
-            )
         return np.asarray(X, dtype=float), _classes_target(estimator, y)
 
     def statistics(self, estimator, X, y, weights, chunks):
@@ -982,12 +982,9 @@ class _CategoricalNB(_Family):
     names = ("sklearn.naive_bayes.CategoricalNB",)
     joint_log_likelihood = True
 
+    accepts_sparse = False
+
     def prepare(self, estimator, X, y):
-        if sp.issparse(X):
-            raise TypeError(
-                "CategoricalNB does not accept sparse X (scikit-learn's fit "
-                "raises too); pass a dense array."
-            )
         X = check_array(X, dtype="int", ensure_all_finite=True)
         check_non_negative(X, "CategoricalNB (input X)")
         return X, _classes_target(estimator, y)
@@ -1116,12 +1113,9 @@ class _LinearDiscriminant(_Family):
             and not isinstance(estimator.shrinkage, str)
         )
 
+    accepts_sparse = False
+
     def prepare(self, estimator, X, y):
-        if sp.issparse(X):
-            raise TypeError(
-                "LinearDiscriminantAnalysis does not accept sparse X "
-                "(scikit-learn's fit raises too); pass a dense array."
-            )
         return np.asarray(X, dtype=float), _classes_target(estimator, y)
 
     def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
@@ -1418,6 +1412,13 @@ class ExactStatisticsBackend(Backend):
                     f"sample_weight.shape == {weights.shape}, expected "
                     f"({task.plan.n_samples},)!"
                 )
+        if not family.accepts_sparse and sp.issparse(task.X):
+            # scikit-learn's check_array words, naming the learner.
+            raise TypeError(
+                "Sparse data was passed for X, but dense data is required by "
+                f"{type(prototype).__name__}. Use '.toarray()' to convert to a "
+                "dense numpy array."
+            )
         X, y = family.prepare(prototype, task.X, task.y)
         if isinstance(family, _LeastSquares):
             weights = family.weights(prototype, y, weights)
