@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -394,3 +395,21 @@ def test_trials_warm_start_by_default(data):
     plain = TreeCVObjective(sgd, {"alpha": SPACE["C"]}, X, y, backend="standard")
     optuna.create_study(direction="maximize").optimize(plain, n_trials=1)
     assert plain._default_stores == {type(choose_backend(sgd, "standard")): None}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"not a zip file at all", b"PK\x03\x04 cut short"],
+    ids=["garbage", "cut"],
+)
+def test_a_file_that_is_not_an_npz_is_closed(tmp_path, content):
+    """np.load leaves a path it opened open when the zip is bad: the reader opens
+    the file itself, so a rejected artifact leaves no file handle behind."""
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(content)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(ValueError):
+            read_solutions(str(bad))
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
