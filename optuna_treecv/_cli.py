@@ -504,6 +504,7 @@ def _final_model(args, objective, study) -> None:
                 objective.X,
                 objective.y,
                 params=objective.params,
+                warm_start_store=objective.warm_start_store_,
                 **objective.fit_params,
             )
     except (ValueError, TypeError, AttributeError) as exc:

@@ -157,6 +157,13 @@ class TreeCVObjective:
     ----------
     fold_plan_ : FoldPlan
         The folds every trial is scored on.
+    warm_start_store_ : object or None
+        The store the trials run with: ``warm_start_store`` as given, or the
+        one of the objective's own (made at the first trial, or when this is
+        first read); ``None`` with ``warm_start_store=False`` or a learner
+        whose backend keeps none. Hand it to
+        :func:`~optuna_treecv.refit_estimator` so that a kernel SVM's final
+        fit starts from the trials' fold solutions.
 
     Notes
     -----
@@ -383,6 +390,13 @@ class TreeCVObjective:
         if publish is not None:
             publish(trial, session)
         return (mean, std) if multi else mean
+
+    @property
+    def warm_start_store_(self):
+        store = self.warm_start_store
+        if store is False:
+            return None
+        return self._default_store(clone(self.estimator)) if store is None else store
 
     def _default_store(self, estimator):
         """The store the trial's backend offers, one per backend class."""

@@ -10,7 +10,7 @@ from sklearn.metrics import get_scorer
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import scale
 
-from sklearn_ext import tree_cross_validate
+from sklearn_ext import TreeCVSearchCV, tree_cross_validate
 from sklearn_ext.model_selection import FoldPlan
 from sklearn_ext.svm import (
     AlphaSeededSVC,
@@ -123,6 +123,23 @@ def test_other_scorers_still_get_fold_models(data, set_model_calls, scoring):
     for fold, estimator in enumerate(full["estimator"]):
         test = plan.test_indices(fold)
         assert result["test_score"][fold] == scorer(estimator, X[test], y[test])
+
+
+def test_search_door_builds_models_only_for_train_scores(data, set_model_calls):
+    X, y = data
+    plan = _plan(X, y, 4)
+    grid = {"C": [1.0, 10.0]}
+    kwargs = dict(cv=plan, method="alpha_seeding", refit=False, n_jobs=1)
+    slim = TreeCVSearchCV(AlphaSeededSVC(gamma=0.2), grid, **kwargs).fit(X, y)
+    assert set_model_calls == []
+    full = TreeCVSearchCV(
+        AlphaSeededSVC(gamma=0.2), grid, return_train_score=True, **kwargs
+    ).fit(X, y)
+    assert len(set_model_calls) == 2 * plan.n_splits
+    for i in range(plan.n_splits):
+        key = f"split{i}_test_score"
+        assert_array_equal(slim.cv_results_[key], full.cv_results_[key])
+    assert np.all(full.cv_results_["mean_train_score"] > 0.5)
 
 
 def test_probability_sigmoids_only_for_models_someone_uses(data, monkeypatch):

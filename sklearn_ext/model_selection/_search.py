@@ -50,6 +50,7 @@ from sklearn_ext.model_selection._validation import (
     make_fold_plan,
     stratifies,
 )
+from sklearn_ext.utils._data_scope import data_scope
 
 __all__ = ["TreeCVSearchCV", "warm_start_order"]
 
@@ -437,7 +438,8 @@ class TreeCVSearchCV(BaseSearchCV):
             )
             return results
 
-        with digest_scope():  # The data is read once for the statistics keys.
+        # The data is read once for the statistics and warm-start keys.
+        with digest_scope(), data_scope():
             self._run_search(evaluate_candidates)
         self._warn_about_regime(regimes, all_candidate_params, base_estimator)
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)

@@ -45,6 +45,7 @@ from sklearn_ext.svm._warm_start import (
     kernel_fingerprint,
     kernel_key,
     rows_fingerprint,
+    seed_fit,
     seed_from_store,
     store_in_use,
 )
@@ -114,7 +115,10 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         values of ``C`` (and by the ``alpha_seeding`` CV backend, fold by fold):
         a fit starts from the stored solution at the nearest ``C``, or is
         skipped exactly when a smaller ``C`` left no alpha at its bound, and
-        stores its own solution. Clones share the store. With ``None`` a fit
+        stores its own solution; after a CV on the same data (a search's
+        refit) it may start from a fold's solution at its ``C`` instead,
+        whichever is lower (``warm_start_from_fold_``). Clones share the
+        store. With ``None`` a fit
         keeps no store, but :class:`~sklearn_ext.TreeCVSearchCV` and
         ``TreeCVObjective`` give their runs a store of their own (cross-C warm
         starts by default); ``False`` declines that too.
@@ -157,6 +161,10 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         none), with ``warm_start_store``.
     warm_start_skipped_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Whether the stored solution was optimal as it was (no SMO run).
+    warm_start_from_fold_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Whether the problem started from a CV fold's solution at this ``C``
+        (the refit of a search or a study after its CV, with their store):
+        the fold's alphas, its held-out rows at 0, then SMO to ``tol``.
     probA_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Platt's ``A`` of each one-vs-one problem (``probability=True``; empty
         otherwise), as in :class:`sklearn.svm.SVC`: the pair ``(i, j)``'s
@@ -314,8 +322,8 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 repair_equality(alpha, y_pm, C)
                 G = None
             problem = PairProblem(a, b, idx, y_pm, C, alpha, G)
-            found = keys.lookup(None, a, b, idx.shape[0]) if starts is None else None
-            seeds.append(keys.solve(store, problem, found, None))
+            found = None if starts is not None else keys.seed_fit(store, problem)
+            seeds.append(keys.solve(store, problem, found, None, seeded=True))
             problems.append(problem)
         self._set_model(problems, X, gamma, n_classes)
         self._set_seeds(seeds)
@@ -386,6 +394,11 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         )
         self.warm_start_skipped_ = np.array(
             [found is not None and found[1] for found in seeds], dtype=bool
+        )
+        # Only a seed from fewer rows (a CV fold's, for a refit) carries them.
+        self.warm_start_from_fold_ = np.array(
+            [found is not None and found[0].rows is not None for found in seeds],
+            dtype=bool,
         )
 
     def _check_fit_data(self, X, y):
@@ -854,6 +867,20 @@ class _StoreKeys:
             # Only a foreign file can get here (the key hashes the rows).
             return None
         return found
+
+    def seed_fit(self, kernel_store, problem):
+        """Start a fit's ``problem`` from the store: its own solution at the
+        nearest ``C`` or a CV fold's at this ``C``, whichever is lower
+        (:func:`~sklearn_ext.svm._warm_start.seed_fit`); the seed, or None."""
+        found = self.lookup(None, problem.first, problem.second, problem.idx.shape[0])
+        if found is not None:
+            self.seed(kernel_store, problem, found)
+        if self.store is None:
+            return found
+        slot = self.slot(None, problem.first, problem.second)
+        return seed_fit(
+            self.store, kernel_store, problem, slot, self.data, self.C, found
+        )
 
     def seed(self, kernel_store, problem, found) -> None:
         """Start ``problem`` from ``found``, a ``(StoredSolution, skip)`` pair."""

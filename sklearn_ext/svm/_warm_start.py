@@ -17,7 +17,7 @@ import math
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -25,7 +25,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from sklearn_ext._fast._smo import gradient_from_alpha, update_gradient
+from sklearn_ext.svm._seeding import seed_pair
 from sklearn_ext.svm._solver import PairProblem, repair_equality
+from sklearn_ext.utils._data_scope import scoped_memo
 
 __all__ = [
     "KeyedKernel",
@@ -36,6 +38,7 @@ __all__ = [
     "kernel_fingerprint",
     "kernel_key",
     "rows_fingerprint",
+    "seed_from_fold",
     "seed_from_store",
     "store_in_use",
 ]
@@ -45,8 +48,7 @@ __all__ = [
 DEFAULT_MAX_BYTES = 512 * 2**20
 
 
-def _digest(*parts) -> str:
-    h = hashlib.blake2b(digest_size=16)
+def _update(h, *parts):
     for part in parts:
         if isinstance(part, np.ndarray):
             part = np.ascontiguousarray(part)
@@ -55,7 +57,48 @@ def _digest(*parts) -> str:
         else:
             h.update(repr(part).encode())
         h.update(b"|")
-    return h.hexdigest()
+    return h
+
+
+def _digest(*parts) -> str:
+    return _update(hashlib.blake2b(digest_size=16), *parts).hexdigest()
+
+
+def _x_hash(X):
+    """The hash state after ``X``'s part of the fingerprint.
+
+    Within a :func:`~sklearn_ext.utils._data_scope.data_scope` (a search's
+    ``fit``: every candidate builds its store keys from the same ``X``), the
+    state is kept and ``X`` read once (about 10 ms per candidate on madelon's
+    2,000 x 500 floats).
+    """
+    memo = scoped_memo()
+    scope = None if memo is None else memo.setdefault("warm_start_x_hash", {})
+    layout = None
+    if scope is not None:
+        if sp.issparse(X):
+            layout = (X.format, X.shape, id(X.data), id(X.indices), id(X.indptr))
+        elif isinstance(X, np.ndarray):
+            layout = (X.ctypes.data, X.shape, X.strides, X.dtype.str)
+        known = scope.get(id(X))
+        if layout is not None and known is not None:
+            if known[0] is X and known[1] == layout:
+                return known[2].copy()
+    if sp.issparse(X):
+        csr = X.tocsr()
+        h = _update(
+            hashlib.blake2b(digest_size=16),
+            "csr",
+            csr.shape,
+            csr.data,
+            csr.indices,
+            csr.indptr,
+        )
+    else:
+        h = _update(hashlib.blake2b(digest_size=16), "dense", np.asarray(X))
+    if layout is not None:
+        scope[id(X)] = (X, layout, h.copy())
+    return h
 
 
 def data_fingerprint(X, y) -> str:
@@ -63,10 +106,7 @@ def data_fingerprint(X, y) -> str:
     y = np.asarray(y)
     if y.dtype == object:
         y = np.asarray([str(v) for v in y])
-    if sp.issparse(X):
-        X = X.tocsr()
-        return _digest("csr", X.shape, X.data, X.indices, X.indptr, y)
-    return _digest("dense", np.asarray(X), y)
+    return _update(_x_hash(X), y).hexdigest()
 
 
 class KeyedKernel:
@@ -185,7 +225,10 @@ class StoredSolution:
     solution read from a file another process wrote, or found with a kernel
     that has no declared key, is not ``trusted``: it only seeds, its gradient
     is recomputed from its alphas and SMO checks it (0 iterations when it is
-    optimal), never the exact skip.
+    optimal), never the exact skip. ``rows`` are the problem's global rows
+    (the pair's rows of a fold, or of all the data): kept once per problem by
+    the store, and set on a solution it serves to seed a problem on more rows
+    (:meth:`WarmStartStore.lookup_folds`).
     """
 
     C: float
@@ -196,6 +239,7 @@ class StoredSolution:
     at_bound: bool
     trusted: bool = True
     tol: float = math.inf
+    rows: np.ndarray | None = None
 
     @classmethod
     def from_problem(
@@ -208,7 +252,8 @@ class StoredSolution:
     ) -> StoredSolution:
         alpha = np.array(problem.alpha, dtype=np.float64)
         G = np.array(problem.G, dtype=np.float64)
-        for array in (alpha, G):
+        rows = np.array(problem.idx, dtype=np.intp)
+        for array in (alpha, G, rows):
             array.setflags(write=False)
         return cls(
             C=float(C),
@@ -219,6 +264,7 @@ class StoredSolution:
             at_bound=bool(np.any(alpha >= problem.C)),
             trusted=bool(trusted),
             tol=float(tol),
+            rows=rows,
         )
 
     def reusable_at(self, tol: float) -> bool:
@@ -228,17 +274,21 @@ class StoredSolution:
     @property
     def nbytes(self) -> int:
         """Bytes of the stored arrays."""
-        return int(self.alpha.nbytes + self.G.nbytes)
+        rows = 0 if self.rows is None else self.rows.nbytes
+        return int(self.alpha.nbytes + self.G.nbytes + rows)
 
 
 @dataclass
 class _Slot:
     data: str
     solutions: dict[float, StoredSolution] = field(default_factory=dict)
+    #: The problem's global rows, kept once for all its solutions.
+    rows: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return sum(solution.nbytes for solution in self.solutions.values())
+        rows = 0 if self.rows is None else self.rows.nbytes
+        return rows + sum(solution.nbytes for solution in self.solutions.values())
 
 
 def store_in_use(store):
@@ -301,8 +351,10 @@ class WarmStartStore:
         Bound on the solutions kept; the oldest problems are dropped first.
     max_bytes : int, default=536_870_912
         Bound on the bytes of the kept solutions (each holds two float64
-        arrays over its problem's rows); the oldest problems are dropped first.
-        The default, 512 MiB, keeps about 4,000 fold solutions of 8,000 rows.
+        arrays over its problem's rows, and a CV fold's problem its rows
+        once); the oldest problems are dropped first. The default, 512 MiB,
+        keeps about 4,400 fold solutions of 8,000 rows (10 folds at ten values
+        of ``C`` each).
     keep_kernel : bool, default=True
         Also keep the most recent full float64 kernel matrix, so that runs at
         other values of ``C`` on the same data and kernel do not rebuild it.
@@ -428,6 +480,13 @@ class WarmStartStore:
                     self._n_solutions -= len(entry.solutions)
                     self._n_bytes -= entry.nbytes
                 entry = self._slots[slot] = _Slot(data)
+            if solution.rows is not None:
+                # A fold's rows seed the refit (lookup_folds): kept once per
+                # problem, not with every C; a fit's are all of its data.
+                if entry.rows is None and not _is_fit(slot):
+                    entry.rows = solution.rows
+                    self._n_bytes += entry.rows.nbytes
+                solution = replace(solution, rows=None)
             old = entry.solutions.get(solution.C)
             if old is None:
                 self._n_solutions += 1
@@ -465,15 +524,7 @@ class WarmStartStore:
         with self._lock:
             entry = self._slots.get(slot)
             if entry is not None and entry.data != data:
-                if not self._warned_mismatch:
-                    self._warned_mismatch = True
-                    warnings.warn(
-                        "The warm-start store holds solutions of this problem "
-                        "computed on different data (fingerprint mismatch); "
-                        "starting cold.",
-                        UserWarning,
-                        stacklevel=3,
-                    )
+                self._warn_mismatch(stacklevel=4)
                 entry = None
             if entry is None or not entry.solutions:
                 self.n_misses += 1
@@ -482,6 +533,61 @@ class WarmStartStore:
             self.n_hits += 1
             self.n_skips += int(found[1])
             return found
+
+    def lookup_folds(
+        self, slot: tuple, data: str, C: float
+    ) -> tuple[StoredSolution, bool] | None:
+        """A solution at ``C`` of the same problem on fewer rows, to seed it.
+
+        ``slot`` names a problem as ``(kernel, rows, first, second)``, the way
+        :class:`~sklearn_ext.svm.AlphaSeededSVC` names them (``rows`` is a
+        hash of a CV fold's training rows, or ``"fit:"`` and the data's hash
+        for a fit on all of it). The candidates are the CV folds that differ
+        from it only in their rows, computed on the same data: the one with the
+        lowest dual objective at exactly ``C`` is returned, its ``rows`` set,
+        with ``False`` (never an exact skip: the rows it lacks start at 0 and
+        SMO runs to ``tol``). ``None`` when there is none; when the only ones
+        were computed on other data, a fingerprint-mismatch warning is issued
+        (once) and ``None`` returned.
+        """
+        C = _check_C(C)
+        best = None
+        foreign = False
+        with self._lock:
+            for key, entry in self._slots.items():
+                if (
+                    key == slot
+                    or _is_fit(key)
+                    or len(key) != len(slot)
+                    or key[0] != slot[0]
+                    or key[2:] != slot[2:]
+                    or entry.rows is None
+                    or C not in entry.solutions
+                ):
+                    continue
+                if entry.data != data:
+                    foreign = True
+                    continue
+                solution = entry.solutions[C]
+                if best is None or solution.objective < best[0].objective:
+                    best = (solution, entry.rows)
+            if best is None:
+                if foreign:
+                    self._warn_mismatch(stacklevel=4)
+                return None
+            self.n_hits += 1
+            return replace(best[0], rows=best[1]), False
+
+    def _warn_mismatch(self, stacklevel: int) -> None:
+        if not self._warned_mismatch:
+            self._warned_mismatch = True
+            warnings.warn(
+                "The warm-start store holds solutions of this problem "
+                "computed on different data (fingerprint mismatch); "
+                "starting cold.",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
 
     # -- kernel ------------------------------------------------------------------
     def kernel_store(self, key: tuple | None, build):
@@ -500,6 +606,11 @@ class WarmStartStore:
             with self._lock:
                 self._kernel = (key, store)
         return store
+
+
+def _is_fit(slot: tuple) -> bool:
+    """Whether ``slot`` names a fit on all of its data rather than a CV fold."""
+    return len(slot) > 1 and isinstance(slot[1], str) and slot[1].startswith("fit:")
 
 
 def _rank(solution: StoredSolution) -> tuple[bool, float]:
@@ -602,6 +713,14 @@ class WarmStartSession:
                 self.seed_Cs.append(found[0].C)
         return found
 
+    def lookup_folds(self, slot, data, C):
+        found = self.store.lookup_folds(slot, data, C)
+        if found is not None:
+            with self._lock:
+                self.n_hits += 1
+                self.seed_Cs.append(found[0].C)
+        return found
+
     def kernel_store(self, key, build):
         return self.store.kernel_store(key, build)
 
@@ -664,3 +783,90 @@ def seed_from_store(
         )
     problem.alpha, problem.G = alpha, G
     return problem
+
+
+def seed_from_fold(kernel_store, solution: StoredSolution, problem: PairProblem):
+    """Set ``problem``'s start from a solution on a subset of its rows, in place.
+
+    ``solution`` (with its ``rows``, see :meth:`WarmStartStore.lookup_folds`)
+    solved the same pair of classes at the same ``C`` on fewer rows: a CV
+    fold, when ``problem`` is the refit on all rows. That is alpha seeding
+    with points added and none removed, so every rule of
+    :func:`~sklearn_ext.svm._seeding.seed_pair` reduces to keeping the fold's
+    alphas and starting the added rows (the fold's test block) at 0: feasible,
+    with the fold's own dual objective. The gradient of the shared rows is
+    the fold's (moved only where the bounds differ, as with
+    ``class_weight="balanced"``), that of the added rows is computed from the
+    support vectors' columns. Returns ``False`` (and leaves ``problem`` as
+    it was) when the rows are not a subset of ``problem``'s.
+    """
+    rows = solution.rows
+    if rows is None or rows.shape != solution.alpha.shape:
+        return False
+    where = np.full(kernel_store.n_samples, -1, dtype=np.intp)
+    where[problem.idx] = np.arange(problem.idx.shape[0])
+    at = where[rows]
+    if np.any(at < 0):
+        return False
+    y, C = problem.y[at], problem.C[at]
+    alpha = np.array(solution.alpha)
+    if solution.trusted:
+        G = np.array(solution.G)
+    else:
+        repair_equality(alpha, y, C)
+        G = gradient_from_alpha(kernel_store.columns, rows, y, alpha)
+    previous = PairProblem(problem.first, problem.second, rows, y, C, alpha, G)
+    # With no removed rows, SIR has nothing to hand over: "keep" is the same.
+    seeded = seed_pair(
+        kernel_store,
+        previous,
+        problem.idx,
+        problem.y,
+        problem.C,
+        seeding="keep",
+        rng=None,
+    )
+    problem.alpha, problem.G = seeded.alpha, seeded.G
+    return True
+
+
+def seed_fit(
+    store,
+    kernel_store,
+    problem: PairProblem,
+    slot: tuple,
+    data: str,
+    C: float,
+    found,
+):
+    """The seed of a fit on all rows: a stored solution or a CV fold's.
+
+    ``problem`` has already been started from ``found`` (this problem's own
+    solution at the nearest ``C``, or ``None``). Unless that is an exact
+    skip, the lowest-objective CV fold's solution at this ``C``
+    (:meth:`WarmStartStore.lookup_folds`) is tried too, and the problem
+    starts from whichever of the two has the lower dual objective, as a CV
+    fold chooses between its cross-C and its fold-to-fold seed. Returns the
+    ``(StoredSolution, skip)`` pair the problem started from, or ``None``.
+    """
+    if found is not None and found[1]:
+        return found
+    lookup = getattr(store, "lookup_folds", None)
+    fold = None if lookup is None else lookup(slot, data, C)
+    if fold is None:
+        return found
+    candidate = PairProblem(
+        problem.first,
+        problem.second,
+        problem.idx,
+        problem.y,
+        problem.C,
+        problem.alpha,
+        problem.G,
+    )
+    if not seed_from_fold(kernel_store, fold[0], candidate):
+        return found
+    if found is None or candidate.objective() < problem.objective():
+        problem.alpha, problem.G = candidate.alpha, candidate.G
+        return fold
+    return found

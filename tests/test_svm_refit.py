@@ -1,0 +1,266 @@
+"""The refit on all rows seeded from the CV folds' solutions (issue 20)."""
+
+import math
+import warnings
+
+import numpy as np
+import optuna
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from optuna.distributions import CategoricalDistribution
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import scale
+
+from optuna_treecv import TreeCVObjective, refit_estimator
+from sklearn_ext import TreeCVSearchCV
+from sklearn_ext.svm import (
+    AlphaSeededSVC,
+    WarmStartStore,
+    alpha_seeded_cv,
+    svm_c_path_cv,
+)
+from sklearn_ext.svm._solver import PairProblem
+from sklearn_ext.svm._warm_start import StoredSolution
+
+
+@pytest.fixture
+def binary():
+    X, y = make_classification(
+        n_samples=300, n_features=8, n_informative=5, flip_y=0.05, random_state=0
+    )
+    return scale(X), y
+
+
+@pytest.fixture
+def three_classes():
+    X, y = make_classification(
+        n_samples=300,
+        n_features=8,
+        n_informative=5,
+        n_classes=3,
+        flip_y=0.02,
+        random_state=2,
+    )
+    return scale(X), y
+
+
+def _cv_then_refit(X, y, **params):
+    store = WarmStartStore()
+    alpha_seeded_cv(
+        AlphaSeededSVC(warm_start_store=store, **params), X, y, cv=10, n_jobs=1
+    )
+    seeded = AlphaSeededSVC(warm_start_store=store, **params).fit(X, y)
+    cold = AlphaSeededSVC(**params).fit(X, y)
+    return seeded, cold
+
+
+@pytest.mark.parametrize("data", ["binary", "three_classes"])
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_refit_from_folds_is_the_cold_model(data, class_weight, request):
+    # Solved to a tight tol, the seeded refit is LIBSVM's model: same dual
+    # objective, same decision values.
+    X, y = request.getfixturevalue(data)
+    params = dict(C=2.0, gamma=0.1, tol=1e-7, class_weight=class_weight)
+    seeded, cold = _cv_then_refit(X, y, **params)
+    assert seeded.warm_start_from_fold_.all()
+    assert_array_equal(seeded.warm_start_C_, 2.0)
+    assert not seeded.warm_start_skipped_.any()
+    assert_allclose(seeded.objective_, cold.objective_, rtol=1e-8)
+    assert_allclose(seeded.decision_function(X), cold.decision_function(X), atol=1e-5)
+    assert_array_equal(seeded.predict(X), cold.predict(X))
+
+
+@pytest.mark.parametrize("data", ["binary", "three_classes"])
+def test_refit_from_folds_saves_iterations(data, request):
+    # At the default tol the seed saves SMO iterations: this fails if it is
+    # not used (a cold start makes exactly the cold fit's iterations).
+    X, y = request.getfixturevalue(data)
+    seeded, cold = _cv_then_refit(X, y, C=2.0, gamma=0.1)
+    assert seeded.warm_start_from_fold_.all()
+    assert seeded.n_iter_.sum() < 0.9 * cold.n_iter_.sum()
+    assert_allclose(seeded.objective_, cold.objective_, rtol=1e-3)
+    assert np.mean(seeded.predict(X) == cold.predict(X)) >= 0.99
+
+
+def test_refit_seed_needs_the_same_C(binary):
+    # Folds at other values of C do not seed a refit (no cross-C fold seeds).
+    X, y = binary
+    store = WarmStartStore()
+    alpha_seeded_cv(
+        AlphaSeededSVC(C=1.0, gamma=0.1, warm_start_store=store), X, y, cv=5
+    )
+    model = AlphaSeededSVC(C=3.0, gamma=0.1, warm_start_store=store).fit(X, y)
+    assert not model.warm_start_from_fold_.any()
+    assert math.isnan(model.warm_start_C_[0])
+
+
+def test_refit_on_other_data_starts_cold_and_says_so(binary):
+    X, y = binary
+    store = WarmStartStore()
+    alpha_seeded_cv(
+        AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store), X, y, cv=5
+    )
+    changed = X.copy()
+    changed[0, 0] += 1.0
+    with pytest.warns(UserWarning, match="fingerprint mismatch"):
+        model = AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store).fit(changed, y)
+    cold = AlphaSeededSVC(C=2.0, gamma=0.1).fit(changed, y)
+    assert not model.warm_start_from_fold_.any()
+    assert_array_equal(model.n_iter_, cold.n_iter_)
+    assert_allclose(model.objective_, cold.objective_)
+
+
+def test_refit_prefers_its_own_exact_skip(binary):
+    # A stored solution of the refit problem itself that is optimal as it is
+    # wins over any fold seed.
+    X, y = binary
+    store = WarmStartStore()
+    model = AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store)
+    alpha_seeded_cv(model, X, y, cv=5)
+    first = AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store).fit(X, y)
+    again = AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store).fit(X, y)
+    assert first.warm_start_from_fold_.all()
+    assert again.warm_start_skipped_.all() and not again.warm_start_from_fold_.any()
+    assert_array_equal(again.n_iter_, 0)
+
+
+def test_search_refit_is_seeded_from_its_folds(three_classes):
+    X, y = three_classes
+    search = TreeCVSearchCV(
+        AlphaSeededSVC(gamma=0.1), {"C": [0.5, 2.0, 8.0]}, cv=5
+    ).fit(X, y)
+    best = search.best_estimator_
+    cold = AlphaSeededSVC(gamma=0.1, C=search.best_params_["C"]).fit(X, y)
+    assert best.warm_start_from_fold_.all()
+    assert best.warm_start_store is None  # the search's store is not kept
+    assert best.n_iter_.sum() < cold.n_iter_.sum()
+    assert np.mean(best.predict(X) == cold.predict(X)) >= 0.99
+
+    opted_out = TreeCVSearchCV(
+        AlphaSeededSVC(gamma=0.1, warm_start_store=False),
+        {"C": [0.5, 2.0, 8.0]},
+        cv=5,
+    ).fit(X, y)
+    assert not opted_out.best_estimator_.warm_start_from_fold_.any()
+    assert_array_equal(opted_out.best_estimator_.n_iter_, cold.n_iter_)
+
+
+def test_c_path_store_seeds_a_later_fit(binary):
+    X, y = binary
+    store = WarmStartStore()
+    svm_c_path_cv(
+        AlphaSeededSVC(gamma=0.1), X, y, [0.5, 2.0], cv=5, warm_start_store=store
+    )
+    model = AlphaSeededSVC(C=0.5, gamma=0.1, warm_start_store=store).fit(X, y)
+    assert model.warm_start_from_fold_.all()
+
+
+def test_refit_estimator_with_the_objectives_store(binary):
+    X, y = binary
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = {"C": CategoricalDistribution([0.5, 2.0])}
+    objective = TreeCVObjective(AlphaSeededSVC(gamma=0.1), space, X, y, cv=5)
+    study = optuna.create_study(direction="maximize")
+    study.optimize(objective, n_trials=3)
+    store = objective.warm_start_store_
+    assert isinstance(store, WarmStartStore)
+    model = refit_estimator(
+        study, AlphaSeededSVC(gamma=0.1), X, y, warm_start_store=store
+    )
+    plain = refit_estimator(study, AlphaSeededSVC(gamma=0.1), X, y)
+    assert model.warm_start_from_fold_.all()
+    assert model.warm_start_store is None
+    assert not plain.warm_start_from_fold_.any()
+    assert model.n_iter_.sum() < plain.n_iter_.sum()
+    assert np.mean(model.predict(X) == plain.predict(X)) >= 0.99
+    off = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.1), space, X, y, cv=5, warm_start_store=False
+    )
+    assert off.warm_start_store_ is None
+
+
+def _solution(C, alpha, objective, rows):
+    alpha = np.asarray(alpha, dtype=float)
+    problem = PairProblem(
+        0, 1, np.asarray(rows, dtype=np.intp), np.ones(len(alpha)), np.full(2, C), alpha
+    )
+    problem.G = np.full(len(alpha), -1.0)
+    solution = StoredSolution.from_problem(C, problem)
+    # The objective only ranks the candidates here.
+    object.__setattr__(solution, "objective", objective)
+    return solution
+
+
+def test_lookup_folds_takes_the_lowest_objective_on_the_same_data():
+    store = WarmStartStore()
+    store.put(("k", "fold-a", 0, 1), "data", _solution(1.0, [0.1, 0.2], -3.0, [0, 1]))
+    store.put(("k", "fold-b", 0, 1), "data", _solution(1.0, [0.3, 0.1], -5.0, [1, 2]))
+    store.put(("k", "fold-c", 0, 1), "other", _solution(1.0, [0.3, 0.3], -9.0, [0, 2]))
+    store.put(("k", "fold-d", 0, 1), "data", _solution(2.0, [0.3, 0.3], -9.0, [0, 2]))
+    found, skip = store.lookup_folds(("k", "fit:data", 0, 1), "data", 1.0)
+    assert not skip
+    assert found.objective == -5.0
+    assert_array_equal(found.rows, [1, 2])
+    assert store.lookup_folds(("k", "fit:data", 0, 2), "data", 1.0) is None
+    assert store.lookup_folds(("j", "fit:data", 0, 1), "data", 1.0) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.lookup_folds(("k", "fit:data", 0, 1), "data", 4.0) is None
+
+
+def test_rows_are_kept_once_per_problem():
+    store = WarmStartStore()
+    first = _solution(1.0, [0.1, 0.2], -1.0, [3, 4])
+    second = _solution(2.0, [0.1, 0.2], -1.0, [3, 4])
+    store.put(("k", "fold", 0, 1), "data", first)
+    store.put(("k", "fold", 0, 1), "data", second)
+    # Two alphas and two gradients, one copy of the rows.
+    assert store.nbytes == 2 * (2 * 16) + 16
+    found, _ = store.lookup(("k", "fold", 0, 1), "data", 2.0)
+    assert found.rows is None
+
+
+def test_cli_final_svm_is_seeded_from_the_trials_folds(tmp_path, capsys):
+    import joblib
+
+    from optuna_treecv._cli import main
+
+    path = tmp_path / "model.joblib"
+    code = main(
+        ["tune", "svc", "iris", "--cv", "3", "--n-trials", "3", "--no-baseline",
+         "--pruner", "none", "--storage", f"sqlite:///{tmp_path / 'cli.db'}",
+         "--study-name", "s", "--no-progress-bar", "--save-model", str(path)]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    model = joblib.load(path)
+    assert model.warm_start_from_fold_.all()
+    assert model.warm_start_store is None
+
+
+def test_a_search_hashes_the_data_once(binary, monkeypatch):
+    # Every candidate keys its store by a hash of X and y: within one search
+    # fit X is read once (data_scope), with the same value as outside it.
+    import sklearn_ext.svm._warm_start as warm_start
+    from sklearn_ext.utils._data_scope import data_scope
+
+    X, y = binary
+    plain = warm_start.data_fingerprint(X, y)
+    with data_scope():
+        assert warm_start.data_fingerprint(X, y) == plain
+        assert warm_start.data_fingerprint(X, y) == plain
+    changed = X.copy()
+    changed[0, 0] += 1.0
+    with data_scope():
+        assert warm_start.data_fingerprint(changed, y) != plain
+
+    reads = []
+    update = warm_start._update
+
+    def counting(h, *parts):
+        reads.extend(p for p in parts if isinstance(p, str) and p == "dense")
+        return update(h, *parts)
+
+    monkeypatch.setattr(warm_start, "_update", counting)
+    TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": [0.5, 1.0, 2.0]}, cv=3).fit(X, y)
+    # One read by the three candidates, one by the refit (outside the scope).
+    assert len(reads) == 2
