@@ -224,50 +224,57 @@ def write_solutions(path: str, solutions) -> None:
 
 def read_solutions(path: str) -> list[tuple[tuple, str, StoredSolution]]:
     """Read and check what :func:`write_solutions` wrote; raise if anything is off."""
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (zipfile.BadZipFile, EOFError) as exc:
-        raise ValueError(f"not a complete .npz file ({exc})") from None
-    with npz:
-        if "format" not in npz.files or str(npz["format"]) != _FORMAT:
-            raise ValueError("not an optuna-treecv warm-start file")
-        count = int(npz["count"])
-        out = []
-        for i in range(count):
-            slot_parts = npz[f"slot_{i}"]
-            if slot_parts.shape != (4,) or slot_parts.dtype.kind != "U":
-                raise ValueError(f"solution {i} has a malformed key")
-            slot = (
-                str(slot_parts[0]),
-                str(slot_parts[1]),
-                int(slot_parts[2]),
-                int(slot_parts[3]),
-            )
-            scalars = np.asarray(npz[f"scalars_{i}"], dtype=np.float64)
-            alpha = np.asarray(npz[f"alpha_{i}"], dtype=np.float64)
-            G = np.asarray(npz[f"G_{i}"], dtype=np.float64)
-            if (
-                scalars.shape != (4,)
-                or alpha.ndim != 1
-                or G.shape != alpha.shape
-                or not np.all(np.isfinite(scalars))
-                or not np.all(np.isfinite(alpha))
-                or not np.all(np.isfinite(G))
-                or np.any(alpha < 0)
-                or not scalars[0] > 0
-                or np.any(alpha > scalars[0] * 1e6)
-            ):
-                raise ValueError(f"solution {i} is malformed")
-            for array in (alpha, G):
-                array.setflags(write=False)
-            solution = StoredSolution(
-                C=float(scalars[0]),
-                alpha=alpha,
-                G=G,
-                rho=float(scalars[1]),
-                objective=float(scalars[2]),
-                at_bound=bool(scalars[3]),
-                trusted=False,
-            )
-            out.append((slot, str(npz[f"data_{i}"]), solution))
-        return out
+    # Opened here, not by np.load: it leaves a file it opened open when the zip is bad.
+    with open(path, "rb") as handle:
+        try:
+            npz = np.load(handle, allow_pickle=False)
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise ValueError(f"not a complete .npz file ({exc})") from None
+        with npz:
+            return _read_npz(npz)
+
+
+def _read_npz(npz) -> list[tuple[tuple, str, StoredSolution]]:
+    """The checked solutions of an open warm-start file."""
+    if "format" not in npz.files or str(npz["format"]) != _FORMAT:
+        raise ValueError("not an optuna-treecv warm-start file")
+    count = int(npz["count"])
+    out = []
+    for i in range(count):
+        slot_parts = npz[f"slot_{i}"]
+        if slot_parts.shape != (4,) or slot_parts.dtype.kind != "U":
+            raise ValueError(f"solution {i} has a malformed key")
+        slot = (
+            str(slot_parts[0]),
+            str(slot_parts[1]),
+            int(slot_parts[2]),
+            int(slot_parts[3]),
+        )
+        scalars = np.asarray(npz[f"scalars_{i}"], dtype=np.float64)
+        alpha = np.asarray(npz[f"alpha_{i}"], dtype=np.float64)
+        G = np.asarray(npz[f"G_{i}"], dtype=np.float64)
+        if (
+            scalars.shape != (4,)
+            or alpha.ndim != 1
+            or G.shape != alpha.shape
+            or not np.all(np.isfinite(scalars))
+            or not np.all(np.isfinite(alpha))
+            or not np.all(np.isfinite(G))
+            or np.any(alpha < 0)
+            or not scalars[0] > 0
+            or np.any(alpha > scalars[0] * 1e6)
+        ):
+            raise ValueError(f"solution {i} is malformed")
+        for array in (alpha, G):
+            array.setflags(write=False)
+        solution = StoredSolution(
+            C=float(scalars[0]),
+            alpha=alpha,
+            G=G,
+            rho=float(scalars[1]),
+            objective=float(scalars[2]),
+            at_bound=bool(scalars[3]),
+            trusted=False,
+        )
+        out.append((slot, str(npz[f"data_{i}"]), solution))
+    return out

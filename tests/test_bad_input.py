@@ -59,6 +59,8 @@ def test_class_weight_must_be_positive(small, weight):
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "sigmoid"])
 @pytest.mark.parametrize("factor", [1e300, 1e160])
+# The kernel of such rows overflows before it is refused.
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_huge_values_in_X_are_refused(cancer, kernel, factor):
     X, y = cancer
     with pytest.raises(ValueError, match="need to be preprocessed"):
@@ -264,6 +266,8 @@ def test_fold_plan_keeps_the_splitters_training_rows(small):
 
 
 @pytest.mark.parametrize("as_generator", [False, True])
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_cv_as_train_test_pairs(small, as_generator):
     X, y = small
     pairs = list(KFold(4).split(X))

@@ -16,6 +16,10 @@ from optuna_treecv._data import load_dataset
 from optuna_treecv._learners import LEARNERS, make_learner
 from sklearn_ext.model_selection import choose_backend
 
+# Most runs tune SGDClassifier or MLPClassifier through the tree on purpose: their
+# regime note is expected (test_a_whole_run_says_the_regime_note_once checks it).
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
+
 
 @pytest.fixture(scope="module")
 def iris_files(tmp_path_factory):
@@ -258,7 +262,7 @@ def tune(tmp_path, *extra, storage=None, name="s"):
 def test_learner_without_partial_fit_runs_standard_cv_and_says_so(tmp_path, capsys):
     argv = tune(
         tmp_path, "sklearn.linear_model:LogisticRegression", "iris", "--cv", "3",
-        "--n-trials", "3", "--space", "C=float:1e-2:10:log",
+        "--n-trials", "3", "--space", "C=float:1e-2:10:log", "--set", "max_iter=1000",
     )  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err

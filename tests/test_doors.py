@@ -57,6 +57,8 @@ def _objective_splits(estimator, params, X, y, plan):
 
 
 @pytest.mark.parametrize("kind", list(PLANS))
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_incremental_learner_same_scores_through_every_door(cancer, kind):
     X, y = cancer
     plan = _plan(kind, X, y)

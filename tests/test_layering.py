@@ -51,6 +51,16 @@ def test_one_snapshot_for_the_native_learners():
         assert learner._treecv_snapshot is FittedStateMixin._treecv_snapshot
 
 
+def test_one_prefix_epoch_for_the_native_learners():
+    # The cache-resumed first epoch of our learners has one definition too.
+    from sklearn_ext.utils._prefix_cache import PrefixEpochMixin
+
+    for learner in (PegasosClassifier, SemiSupervisedAnomalyDetector):
+        for name in ("_first_epoch_from_prefix", "_resolve_cache"):
+            assert name not in vars(learner)
+            assert getattr(learner, name) is getattr(PrefixEpochMixin, name)
+
+
 def test_learners_do_not_import_the_cv_machinery():
     for package in LEARNER_PACKAGES[1:]:
         loaded = _loaded_after(f"import {package}")

@@ -25,6 +25,10 @@ from sklearn_ext import TreeCVSplitter, tree_cross_validate
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
+# The trials run SGDClassifier(max_iter=5) through the tree on purpose: its regime
+# note is expected (tests/test_search_parity.py checks that it is given).
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
+
 SPACE = {"alpha": FloatDistribution(1e-5, 1e-1, log=True)}
 
 

@@ -215,6 +215,8 @@ _CASES = [
 
 
 @pytest.mark.parametrize(("learner", "order", "data"), _CASES, ids=repr)
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_shortcuts_give_the_same_fold_scores_and_models(learner, order, data):
     loader = load_digits if data == "digits" else load_breast_cancer
     X, y = loader(return_X_y=True)
@@ -270,6 +272,9 @@ def test_shortcuts_with_float32_sample_weight_and_scorers():
                 assert_array_equal(fast[key], ref[key])
 
 
+# The fold holding the NaN row fails to score (nan, with a warning) before a fit
+# on that row raises.
+@pytest.mark.filterwarnings("ignore:Scoring failed:UserWarning")
 def test_shortcuts_need_finite_numeric_rows():
     X, y = load_breast_cancer(return_X_y=True)
     X = X.copy()

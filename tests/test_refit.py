@@ -94,6 +94,8 @@ def test_rule_bad_input(kwargs, error, match):
         one_standard_error_rule(**kwargs)
 
 
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_select_trial_and_refit_estimator():
     X, y = make_classification(n_samples=300, random_state=0)
     sgd = SGDClassifier(max_iter=5, tol=None, random_state=0)

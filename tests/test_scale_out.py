@@ -87,6 +87,8 @@ def check_all_recorded_once(study: optuna.Study) -> None:
         assert trial.intermediate_values == {}
 
 
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_threads():
     X, y = make_classification(n_samples=300, random_state=0)
     objective = TreeCVObjective(

@@ -33,6 +33,10 @@ from sklearn_ext import (
     tree_cross_validate,
 )
 
+# Tests marked with this run a multi-epoch learner (SGD's epochs, MLP's, k-means')
+# through the tree on purpose: the regime note is expected there.
+REGIME_NOTE = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
+
 
 @pytest.fixture(scope="module")
 def digits():
@@ -133,6 +137,7 @@ def test_rows_fed_per_candidate_is_logarithmic(digits, n_splits):
 @pytest.mark.parametrize(
     "n_jobs, backend", [(1, "loky"), (2, "threading"), (2, "loky")]
 )
+@REGIME_NOTE
 def test_grid_search_matches_tree_cross_validate(digits, tmp_path, n_jobs, backend):
     X, y = digits
     cv = TreeCVSplitter(6, shuffle=True, random_state=0, leaf_order="interleaved")
@@ -233,6 +238,7 @@ def test_tree_cv_estimator_bad_params(digits, params, error, message):
 
 
 # -- TreeCVSearchCV -----------------------------------------------------------------
+@REGIME_NOTE
 def test_tree_search_results_match_tree_cross_validate(digits):
     X, y = digits
     grid = {"alpha": [1e-4, 1e-2], "loss": ["hinge", "log_loss"]}
@@ -255,6 +261,7 @@ def test_tree_search_results_match_tree_cross_validate(digits):
     assert results["param_alpha"].tolist() == [1e-4, 1e-4, 1e-2, 1e-2]
 
 
+@REGIME_NOTE
 def test_tree_search_parallel_candidates_equal_sequential(digits):
     X, y = digits
     grid = {"alpha": [1e-4, 1e-3, 1e-2]}
@@ -265,6 +272,7 @@ def test_tree_search_parallel_candidates_equal_sequential(digits):
     )
 
 
+@REGIME_NOTE
 def test_tree_search_random_multimetric_and_callable_refit(digits):
     X, y = digits
     search = TreeCVSearchCV(
@@ -292,6 +300,9 @@ def test_tree_search_random_multimetric_and_callable_refit(digits):
         ).fit(X, y)
 
 
+@REGIME_NOTE
+# error_score=nan on purpose: the search says so, as GridSearchCV does.
+@pytest.mark.filterwarnings("ignore:One or more of the test scores are non-finite")
 def test_tree_search_error_score(digits):
     X, y = digits
     grid = {"alpha": [1e-4, -1.0]}

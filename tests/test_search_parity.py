@@ -147,6 +147,8 @@ def test_list_of_dict_grids_mask_missing_params_and_ties_rank_alike(data):
     ]
 
 
+# error_score=nan on purpose: both searches say so.
+@pytest.mark.filterwarnings("ignore:One or more of the test scores are non-finite")
 def test_error_score_nan_and_raise_as_grid_search(data):
     X, y = data
     grid = {"alpha": [1e-2, -1.0]}
@@ -310,6 +312,8 @@ def test_feature_names_are_kept_and_checked(data):
         search.predict(frame[frame.columns[::-1]])
 
 
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_scorer_for_data_without_y_gets_no_y(data):
     from sklearn.cluster import MiniBatchKMeans
 

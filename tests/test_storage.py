@@ -193,6 +193,8 @@ def check_killed_worker_is_retried(url: str, name: str, tmp_path: Path) -> None:
     assert retried.user_attrs["cv"]["backend"] == "python_tree"
 
 
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_killed_worker_is_failed_and_retried_sqlite(tmp_path):
     url = f"sqlite:///{tmp_path / 'killed.db'}"
     check_killed_worker_is_retried(url, "killed", tmp_path)

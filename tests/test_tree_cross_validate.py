@@ -36,6 +36,10 @@ from sklearn_ext.model_selection import (
     one_pass_estimator,
 )
 
+# Tests marked with this run a multi-epoch learner (SGD's epochs, MLP's, k-means')
+# through the tree on purpose: the regime note is expected there.
+REGIME_NOTE = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
+
 
 @pytest.fixture(scope="module")
 def digits():
@@ -123,6 +127,7 @@ def test_sgd_tree_equals_standard_with_same_order(order, n_jobs, global_random_s
     assert len({id(e) for e in tree["estimator"]}) == 8
 
 
+@REGIME_NOTE
 def test_parallel_processes_match_sequential(digits):
     X, y = digits
     est = SGDClassifier(random_state=0)
@@ -132,6 +137,7 @@ def test_parallel_processes_match_sequential(digits):
     assert seq["n_samples_fed"] == par["n_samples_fed"]
 
 
+@REGIME_NOTE
 def test_regression_and_fit_time_accounting():
     X, y = load_diabetes(return_X_y=True)
     est = SGDRegressor(random_state=0)
@@ -151,6 +157,7 @@ def test_regression_and_fit_time_accounting():
 
 
 # -- unsupervised learners ----------------------------------------------------------
+@REGIME_NOTE
 def test_clustering_score_is_minus_mean_squared_distance():
     X, _ = load_iris(return_X_y=True)
     est = MiniBatchKMeans(n_clusters=3, random_state=0, n_init=1)
@@ -184,6 +191,7 @@ class IncrementalGaussian(DensityMixin, BaseEstimator):
         return -0.5 * np.sum(np.log(2 * np.pi * var) + (X - mean) ** 2 / var, axis=1)
 
 
+@REGIME_NOTE
 def test_density_score_is_mean_log_likelihood():
     X, _ = load_iris(return_X_y=True)
     tree = tree_cross_validate(IncrementalGaussian(), X, cv=TreeCVSplitter(7))
@@ -269,6 +277,7 @@ def test_group_kfold_folds_are_kept(digits):
     assert_array_equal(ours["test_score"], ref["test_score"])
 
 
+@REGIME_NOTE
 def test_missing_class_in_a_training_part():
     X, y = load_iris(return_X_y=True)
     order = np.argsort(y, kind="stable")
@@ -431,6 +440,7 @@ class OrderSensitive(ClassifierMixin, BaseEstimator):
         return np.full(len(X), self.classes_[0])
 
 
+@REGIME_NOTE
 def test_models_see_the_splitters_training_order():
     X = np.arange(20, dtype=float).reshape(-1, 1)
     y = np.arange(20) % 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -48,6 +49,19 @@ def _study_with(Cs, storage=None, name=None):
     for C in Cs:
         study.enqueue_trial({"C": C})
     return study
+
+
+def _published(data, folder, Cs):
+    """A study whose trials, one per C, published their solutions to an artifact
+    store in ``folder``: the study, the store and the objective."""
+    X, y = data
+    study = _study_with(Cs)
+    store = ArtifactWarmStartStore(folder, study)
+    objective = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
+    )
+    study.optimize(objective, n_trials=len(Cs))
+    return study, store, objective
 
 
 @pytest.mark.parametrize("estimator", [AlphaSeededSVC(gamma=0.05), SVC(gamma=0.05)])
@@ -105,12 +119,7 @@ def test_objective_bad_warm_start_store(data):
 
 def test_artifact_store_shares_solutions_between_stores(data, tmp_path):
     X, y = data
-    study = _study_with([1.0, 4.0])
-    first = ArtifactWarmStartStore(tmp_path / "artifacts", study)
-    objective = TreeCVObjective(
-        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=first
-    )
-    study.optimize(objective, n_trials=2)
+    study, _, objective = _published(data, tmp_path / "artifacts", [1.0, 4.0])
     ids = [t.user_attrs["warm_start_artifact"] for t in study.trials]
     assert len(set(ids)) == 2
     # A fresh worker starts from the published solutions.
@@ -147,13 +156,7 @@ def test_npz_round_trip_is_untrusted(tmp_path):
 
 
 def test_corrupt_partial_and_foreign_artifacts_are_ignored(data, tmp_path):
-    X, y = data
-    study = _study_with([1.0])
-    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
-    objective = TreeCVObjective(
-        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
-    )
-    study.optimize(objective, n_trials=1)
+    study, store, _ = _published(data, tmp_path / "artifacts", [1.0])
     good = study.trials[0].user_attrs["warm_start_artifact"]
     # Build bad files next to a good one.
     good_path = tmp_path / "good.npz"
@@ -205,12 +208,7 @@ def test_unwritable_artifact_folder(tmp_path):
 
 def test_changed_data_starts_cold(data, tmp_path):
     X, y = data
-    study = _study_with([1.0, 2.0])
-    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
-    objective = TreeCVObjective(
-        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
-    )
-    study.optimize(objective, n_trials=1)
+    study, store, objective = _published(data, tmp_path / "artifacts", [1.0])
     changed = X.copy()
     changed[:, 0] *= 2.0
     other = TreeCVObjective(
@@ -298,12 +296,7 @@ def test_forged_solutions_only_seed(data, tmp_path):
     from sklearn_ext.svm._warm_start import StoredSolution
 
     X, y = data
-    study = _study_with([2.0])
-    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
-    objective = TreeCVObjective(
-        AlphaSeededSVC(gamma=0.05), SPACE, X, y, cv=3, warm_start_store=store
-    )
-    study.optimize(objective, n_trials=1)
+    study, store, objective = _published(data, tmp_path / "artifacts", [2.0])
     good = tmp_path / "good.npz"
     download_artifact(
         artifact_store=store.artifact_store,
@@ -394,3 +387,21 @@ def test_trials_warm_start_by_default(data):
     plain = TreeCVObjective(sgd, {"alpha": SPACE["C"]}, X, y, backend="standard")
     optuna.create_study(direction="maximize").optimize(plain, n_trials=1)
     assert plain._default_stores == {type(choose_backend(sgd, "standard")): None}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"not a zip file at all", b"PK\x03\x04 cut short"],
+    ids=["garbage", "cut"],
+)
+def test_a_file_that_is_not_an_npz_is_closed(tmp_path, content):
+    """np.load leaves a path it opened open when the zip is bad: the reader opens
+    the file itself, so a rejected artifact leaves no file handle behind."""
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(content)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(ValueError):
+            read_solutions(str(bad))
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

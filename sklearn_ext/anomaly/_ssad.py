@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils import check_random_state
@@ -16,16 +15,10 @@ from sklearn_ext.anomaly._features import cached_features, draw_weights, resolve
 from sklearn_ext.utils._fitted_state import FittedStateMixin
 from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
-    batches,
-    prefix_keys,
-    resolve_cache,
-    resume_from_prefix,
+    PrefixEpochMixin,
 )
 
 __all__ = ["SemiSupervisedAnomalyDetector", "auroc", "training_labels"]
-
-#: Rows per batch of the prefix-sharing first epoch (``cache``).
-_PREFIX_BATCH_SIZE = 1024
 
 
 def auroc(positive: np.ndarray, scores: np.ndarray) -> float:
@@ -109,7 +102,9 @@ def training_labels(y, labeled, n_samples: int, owner: str) -> np.ndarray:
     return np.ascontiguousarray(y_train)
 
 
-class SemiSupervisedAnomalyDetector(FittedStateMixin, OutlierMixin, BaseEstimator):
+class SemiSupervisedAnomalyDetector(
+    FittedStateMixin, PrefixEpochMixin, OutlierMixin, BaseEstimator
+):
     r"""Semi-supervised anomaly detection (SSAD) with random Fourier features.
 
     The SSAD of Görnitz, Kloft, Rieck and Brefeld (2013) learns a threshold
@@ -329,32 +324,6 @@ class SemiSupervisedAnomalyDetector(FittedStateMixin, OutlierMixin, BaseEstimato
             self._state, np.ascontiguousarray(rows, dtype=np.intp)
         )
 
-    def _resolve_cache(self):
-        return resolve_cache(self.cache, type(self).__name__)
-
-    def _first_epoch_from_prefix(self, cache, X, phi, y_train) -> None:
-        """One ordered pass, resumed from the longest cached prefix."""
-        row_batches = batches(X.shape[0], _PREFIX_BATCH_SIZE)
-        params = {k: v for k, v in self.get_params().items() if k != "cache"}
-        root = joblib.hash(
-            (
-                type(self).__qualname__,
-                params,
-                self.random_weights_,
-                self.random_offset_,
-            )
-        ).encode()
-        keys = prefix_keys(root, [X, y_train], row_batches)
-
-        def feed(state, j):
-            self._state = state
-            self._feed(
-                phi, y_train, np.arange(row_batches[j].start, row_batches[j].stop)
-            )
-            return self._state
-
-        self._state, _ = resume_from_prefix(cache, keys, lambda: self._state, feed)
-
     # -- training ------------------------------------------------------------------
     def fit(self, X, y=None, labeled=None):
         """Fit the detector with ``max_iter`` passes of stochastic subgradient steps.
@@ -388,7 +357,12 @@ class SemiSupervisedAnomalyDetector(FittedStateMixin, OutlierMixin, BaseEstimato
         rows = np.arange(X.shape[0], dtype=np.intp)
         epochs = range(self.max_iter)
         if cache is not None and not self.shuffle:
-            self._first_epoch_from_prefix(cache, X, phi, y_train)
+            self._first_epoch_from_prefix(
+                cache,
+                identity=(self.random_weights_, self.random_offset_),
+                columns=[X, y_train],
+                feed_rows=lambda rows: self._feed(phi, y_train, rows),
+            )
             epochs = range(1, self.max_iter)
         for _ in epochs:
             if self.shuffle:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from numbers import Integral
 
-import joblib
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import (
@@ -34,17 +33,11 @@ from sklearn_ext._fast import _sgd
 from sklearn_ext.utils._fitted_state import FittedStateMixin
 from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
-    batches,
-    prefix_keys,
-    resolve_cache,
-    resume_from_prefix,
+    PrefixEpochMixin,
 )
 
 #: Values per block of the data-scale pass (256 KiB of float64).
 _SCALE_BLOCK = 1 << 15
-
-#: Rows per batch of the prefix-sharing first epoch (``cache``).
-_PREFIX_BATCH_SIZE = 1024
 
 __all__ = [
     "BaseNativeClassifier",
@@ -83,7 +76,7 @@ def _data_scale(X) -> float:
     return scale
 
 
-class BaseNativeSGD(FittedStateMixin, BaseEstimator):
+class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
     """Base of the learners whose state the native tree can copy, push and pop.
 
     Subclasses set ``_loss``, ``_schedule`` and ``_average`` and implement
@@ -190,32 +183,6 @@ class BaseNativeSGD(FittedStateMixin, BaseEstimator):
             "StandardScaler or MinMaxScaler."
         )
 
-    def _resolve_cache(self):
-        return resolve_cache(getattr(self, "cache", None), type(self).__name__)
-
-    def _first_epoch_from_prefix(self, cache, X, y_encoded, sample_weight) -> None:
-        """One ordered pass over ``X``, resumed from the longest cached prefix."""
-        row_batches = batches(X.shape[0], _PREFIX_BATCH_SIZE)
-        params = {k: v for k, v in self.get_params().items() if k != "cache"}
-        root = joblib.hash(
-            (
-                type(self).__qualname__,
-                params,
-                getattr(self, "classes_", None),
-                X.shape[1],
-                X.dtype.str,
-            )
-        ).encode()
-        keys = prefix_keys(root, [X, y_encoded, sample_weight], row_batches)
-
-        def feed(state, j):
-            self._state = state
-            rows = np.arange(row_batches[j].start, row_batches[j].stop, dtype=np.intp)
-            self._feed(X, y_encoded, sample_weight, rows)
-            return self._state
-
-        self._state, _ = resume_from_prefix(cache, keys, lambda: self._state, feed)
-
     def _sample_weight(self, sample_weight, X):
         if sample_weight is None:
             return None
@@ -252,7 +219,12 @@ class BaseNativeSGD(FittedStateMixin, BaseEstimator):
         epochs = range(self.max_iter)
         cache = self._resolve_cache()
         if cache is not None and not self.shuffle:
-            self._first_epoch_from_prefix(cache, X, y_encoded, sample_weight)
+            self._first_epoch_from_prefix(
+                cache,
+                identity=(getattr(self, "classes_", None), X.shape[1], X.dtype.str),
+                columns=[X, y_encoded, sample_weight],
+                feed_rows=lambda rows: self._feed(X, y_encoded, sample_weight, rows),
+            )
             epochs = range(1, self.max_iter)
         for _ in epochs:
             if self.shuffle:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -661,7 +662,11 @@ class PythonTreeBackend(Backend):
                 delayed(run.collect)(node, learner, meter)
                 for node, learner, meter in frontier
             )
-            return _emit_all(task, (leaf for leaves in subtrees for leaf in leaves))
+            return _emit_all(
+                task,
+                (leaf for leaves in subtrees for leaf in leaves),
+                outputs=subtrees,
+            )
 
     def __repr__(self) -> str:
         return (
@@ -675,11 +680,27 @@ def _identity(node, learner, meter):
     return node, learner, meter
 
 
-def _emit_all(task: CVTask, leaves) -> LeafTable:
+def _emit_all(task: CVTask, leaves, *, outputs=None) -> LeafTable:
+    """Hand each leaf to the listener as it comes.
+
+    ``outputs`` is the joblib output generator ``leaves`` reads from: when the
+    listener stops the run, it is closed at once, cancelling the folds still
+    running, without joblib's warning that they were (the stop is on purpose:
+    a pruned trial, a Ctrl-C).
+    """
     results = []
-    for leaf in leaves:
-        results.append(leaf)
-        task.emit(leaf)
+    try:
+        for leaf in leaves:
+            results.append(leaf)
+            task.emit(leaf)
+    except BaseException:
+        if outputs is not None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message=".*input task iterator", category=UserWarning
+                )
+                outputs.close()
+        raise
     return LeafTable.from_leaves(results)
 
 
@@ -714,10 +735,10 @@ class StandardBackend(Backend):
                 task, (_standard_fold(task, estimator, leaf) for leaf in leaves)
             )
         parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-        return _emit_all(
-            task,
-            parallel(delayed(_standard_fold)(task, estimator, leaf) for leaf in leaves),
+        folds = parallel(
+            delayed(_standard_fold)(task, estimator, leaf) for leaf in leaves
         )
+        return _emit_all(task, folds, outputs=folds)
 
 
 def _estimator(backend: Backend, task: CVTask):

@@ -296,6 +296,22 @@ class _Groups:
         self.klass = unique % n_classes
         self.ptr = np.searchsorted(self.chunk, np.arange(chunks.n_chunks + 1))
         self.n_rows = np.bincount(self.of_row, minlength=self.n_groups)
+        self.class_rows = np.bincount(
+            self.klass, weights=self.n_rows, minlength=n_classes
+        )
+
+    @classmethod
+    def by_class(cls, chunks: _Chunks, y) -> tuple[np.ndarray, np.ndarray, _Groups]:
+        """The sorted classes of ``y``, each row's class index, and the groups."""
+        classes, class_index = np.unique(y, return_inverse=True)
+        return classes, class_index, cls(chunks, class_index, classes.shape[0])
+
+    def present_without(self, chunk: int) -> np.ndarray:
+        """Which classes have rows outside ``chunk`` (the fold's training rows)."""
+        part = self.of_chunk(chunk)
+        rows = self.class_rows.copy()
+        rows[self.klass[part]] -= self.n_rows[part]
+        return rows > 0
 
     def sums(self, values, weights=None):
         """Per-group sums of the rows of ``values`` (dense, or CSR for CSR input)."""
@@ -334,9 +350,8 @@ class _DiscreteNBStats:
     """Class counts and feature counts of MultinomialNB, ComplementNB, BernoulliNB."""
 
     def __init__(self, X, y, weights, chunks: _Chunks) -> None:
-        self.classes, class_index = np.unique(y, return_inverse=True)
+        self.classes, _, self.groups = _Groups.by_class(chunks, y)
         n_classes = self.classes.shape[0]
-        self.groups = _Groups(chunks, class_index, n_classes)
         self.group_features = self.groups.sums(X, weights)
         self.group_counts = (
             self.groups.n_rows.astype(float)
@@ -347,9 +362,6 @@ class _DiscreteNBStats:
         self.counts = np.bincount(
             self.groups.klass, weights=self.group_counts, minlength=n_classes
         )
-        self.rows = np.bincount(
-            self.groups.klass, weights=self.groups.n_rows, minlength=n_classes
-        )
 
     def fold(self, leaf: int):
         part = self.groups.of_chunk(leaf)
@@ -358,9 +370,7 @@ class _DiscreteNBStats:
         features[klass] -= _dense_rows(self.group_features, part)
         counts = self.counts.copy()
         counts[klass] -= self.group_counts[part]
-        rows = self.rows.copy()
-        rows[klass] -= self.groups.n_rows[part]
-        present = rows > 0
+        present = self.groups.present_without(leaf)
         if present.all():
             return self.classes, counts, features
         return self.classes[present], counts[present], features[present]
@@ -381,7 +391,7 @@ class _DiscreteNBStats:
         features[at, klass] -= _dense_rows(self.group_features, taken)
         counts = np.repeat(self.counts[None], m, axis=0)
         counts[at, klass] -= self.group_counts[taken]
-        rows = np.repeat(self.rows[None], m, axis=0)
+        rows = np.repeat(self.groups.class_rows[None], m, axis=0)
         rows[at, klass] -= self.groups.n_rows[taken]
         return counts, features, rows
 
@@ -432,9 +442,8 @@ class _GaussianNBStats:
     """Per-class weighted sums of shifted values and squares; all-row moments."""
 
     def __init__(self, X, y, weights, chunks: _Chunks) -> None:
-        self.classes, class_index = np.unique(y, return_inverse=True)
+        self.classes, class_index, self.groups = _Groups.by_class(chunks, y)
         n_classes = self.classes.shape[0]
-        self.groups = _Groups(chunks, class_index, n_classes)
         w = np.ones(X.shape[0]) if weights is None else weights
         class_weight = np.bincount(class_index, weights=w, minlength=n_classes)
         # Shifted by the class means over all rows, so that a fold's variance
@@ -450,9 +459,6 @@ class _GaussianNBStats:
         self.weight = _by_class(self.groups, self.group_weight, n_classes)
         self.s1 = _by_class(self.groups, self.group_s1, n_classes)
         self.s2 = _by_class(self.groups, self.group_s2, n_classes)
-        self.rows = np.bincount(
-            self.groups.klass, weights=self.groups.n_rows, minlength=n_classes
-        )
         # Unweighted moments of all rows per chunk, for epsilon_ (fit's
         # var_smoothing * max(var(X_train))).
         self.all_shift = X.mean(axis=0)
@@ -468,17 +474,11 @@ class _GaussianNBStats:
     def fold(self, leaf: int):
         part = self.groups.of_chunk(leaf)
         klass = self.groups.klass[part]
-        weight, s1, s2, rows = (
-            self.weight.copy(),
-            self.s1.copy(),
-            self.s2.copy(),
-            self.rows.copy(),
-        )
+        weight, s1, s2 = self.weight.copy(), self.s1.copy(), self.s2.copy()
         weight[klass] -= self.group_weight[part]
         s1[klass] -= self.group_s1[part]
         s2[klass] -= self.group_s2[part]
-        rows[klass] -= self.groups.n_rows[part]
-        present = rows > 0
+        present = self.groups.present_without(leaf)
         weight, s1, s2 = weight[present], s1[present], s2[present]
         with np.errstate(invalid="ignore", divide="ignore"):
             m1 = s1 / weight[:, None]
@@ -494,10 +494,9 @@ class _CategoricalNBStats:
     """Per-class category counts of every feature, and each chunk's largest category."""
 
     def __init__(self, X, y, weights, chunks: _Chunks, min_categories) -> None:
-        self.classes, class_index = np.unique(y, return_inverse=True)
+        self.classes, _, self.groups = _Groups.by_class(chunks, y)
         n_classes = self.classes.shape[0]
         n_samples, n_features = X.shape
-        self.groups = _Groups(chunks, class_index, n_classes)
         self.min_categories = min_categories
         width = X.max(axis=0) + 1
         if min_categories is not None:
@@ -515,9 +514,6 @@ class _CategoricalNBStats:
         self.counts_cat = _by_class(self.groups, self.group_counts_cat, n_classes)
         self.group_counts = np.bincount(self.groups.of_row, weights=w)
         self.counts = _by_class(self.groups, self.group_counts, n_classes)
-        self.rows = np.bincount(
-            self.groups.klass, weights=self.groups.n_rows, minlength=n_classes
-        )
         # The largest category each fold's training rows hold: the maximum over
         # the other chunks, from prefix and suffix maxima of the chunk maxima.
         chunk_max = np.zeros((chunks.n_chunks, n_features), dtype=np.int64)
@@ -535,9 +531,7 @@ class _CategoricalNBStats:
         counts_cat[klass] -= _dense_rows(self.group_counts_cat, part)
         counts = self.counts.copy()
         counts[klass] -= self.group_counts[part]
-        rows = self.rows.copy()
-        rows[klass] -= self.groups.n_rows[part]
-        present = rows > 0
+        present = self.groups.present_without(leaf)
         highest = np.maximum(self.prefix[leaf], self.suffix[leaf + 1])
         n_categories = highest + 1
         if self.min_categories is not None:
@@ -562,10 +556,9 @@ class _DiscriminantStats:
     """
 
     def __init__(self, X, y, chunks: _Chunks, gram_budget: int) -> None:
-        self.classes, class_index = np.unique(y, return_inverse=True)
+        self.classes, class_index, self.groups = _Groups.by_class(chunks, y)
         n_classes = self.classes.shape[0]
         n_features = X.shape[1]
-        self.groups = _Groups(chunks, class_index, n_classes)
         sums = np.zeros((n_classes, n_features))
         np.add.at(sums, class_index, X)
         self.shift = sums / np.bincount(class_index, minlength=n_classes)[:, None]

@@ -17,10 +17,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import joblib
 import numpy as np
 
 __all__ = [
     "PrefixCache",
+    "PrefixEpochMixin",
     "batches",
     "prefix_keys",
     "resolve_cache",
@@ -420,6 +422,10 @@ def resolve_cache(cache, owner: str) -> PrefixCache | None:
 
 
 # -- training from the longest cached prefix ----------------------------------------
+#: Rows per batch of a native learner's prefix-sharing first epoch (``cache``).
+PREFIX_BATCH_SIZE = 1024
+
+
 def batches(n_samples: int, batch_size: int) -> list[slice]:
     """Consecutive slices of ``batch_size`` rows covering ``range(n_samples)``."""
     return [
@@ -502,3 +508,46 @@ def resume_from_prefix(
         state = feed(state, j)
         cache.put(keys[j], state)
     return state, first
+
+
+class PrefixEpochMixin:
+    """The prefix-sharing first epoch of a learner whose model is ``_state``.
+
+    For the native learners of ``sklearn_ext`` (their ``cache`` parameter):
+    ``_state`` is stored after every batch of :data:`PREFIX_BATCH_SIZE` rows,
+    keyed by the learner's class, its parameters but ``cache``, what else the
+    model depends on and the rows fed so far, so a fit whose rows start with
+    rows already fed resumes from the longest such prefix.
+    """
+
+    def _resolve_cache(self) -> PrefixCache | None:
+        """The :class:`PrefixCache` the ``cache`` parameter names, if any."""
+        return resolve_cache(getattr(self, "cache", None), type(self).__name__)
+
+    def _first_epoch_from_prefix(
+        self,
+        cache: PrefixCache,
+        *,
+        identity: tuple,
+        columns: Sequence[Any],
+        feed_rows: Callable[[np.ndarray], None],
+    ) -> None:
+        """One ordered pass over the rows, resumed from the longest cached prefix.
+
+        ``identity`` holds what the model depends on besides the parameters
+        (classes, random features, dtype); ``columns`` the sample-aligned arrays
+        fed, ``X`` first; ``feed_rows(rows)`` feeds the rows of an index array
+        into ``_state``.
+        """
+        row_batches = batches(columns[0].shape[0], PREFIX_BATCH_SIZE)
+        params = {k: v for k, v in self.get_params().items() if k != "cache"}
+        root = joblib.hash((type(self).__qualname__, params, *identity)).encode()
+        keys = prefix_keys(root, columns, row_batches)
+
+        def feed(state, j):
+            self._state = state
+            rows = np.arange(row_batches[j].start, row_batches[j].stop, dtype=np.intp)
+            feed_rows(rows)
+            return self._state
+
+        self._state, _ = resume_from_prefix(cache, keys, lambda: self._state, feed)
