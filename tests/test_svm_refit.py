@@ -264,3 +264,35 @@ def test_a_search_hashes_the_data_once(binary, monkeypatch):
     TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": [0.5, 1.0, 2.0]}, cv=3).fit(X, y)
     # One read by the three candidates, one by the refit (outside the scope).
     assert len(reads) == 2
+
+
+@pytest.mark.parametrize("gammas", [None, [0.05, 0.2]])
+def test_c_path_on_two_chains_is_the_one_chain_path(binary, monkeypatch, gammas):
+    # Each C runs its folds as two seeding chains (both cores); every fold is
+    # solved to tol, so the table is that of one chain.
+    import sklearn_ext.svm._cv as cv
+
+    X, y = binary
+    monkeypatch.setattr(cv, "MIN_ROWS_FOR_CHAINS", 0)
+    runs = []
+    run_chains = cv._run_chains
+
+    def spy(run, plan, store, chains, random_state):
+        runs.append(len(chains))
+        yield from run_chains(run, plan, store, chains, random_state)
+
+    monkeypatch.setattr(cv, "_run_chains", spy)
+    Cs = [0.25, 1.0, 4.0, 16.0]
+    results = {}
+    for n_threads in (1, 2):
+        monkeypatch.setattr(cv, "available_threads", lambda n=n_threads: n)
+        results[n_threads] = svm_c_path_cv(
+            AlphaSeededSVC(gamma=0.1, tol=1e-7), X, y, Cs, gammas=gammas, cv=6
+        )
+    n_candidates = len(Cs) * (1 if gammas is None else len(gammas))
+    assert runs == [2] * n_candidates  # one chain never starts threads
+    one, two = results[1], results[2]
+    for i in range(6):
+        assert_array_equal(one[f"split{i}_test_score"], two[f"split{i}_test_score"])
+    assert_array_equal(one["rank_test_score"], two["rank_test_score"])
+    assert two["warm_start_hits"].sum() > 0  # the cross-C seeds are kept
