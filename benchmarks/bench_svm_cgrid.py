@@ -26,7 +26,9 @@ path on one seeding chain and on two, and profiles where the two-chain run
 waits: per ``C`` value (one backend run), the serial set-up before the first
 fold starts, the chains' busy time (seeding, solving and scoring their folds)
 and the gap between the faster and the slower chain (the barrier at the end
-of each ``C``).
+of each ``C``). ``--part contention`` runs one-chain C paths in fresh
+processes: one alone, two at once in two threads of one process (each on its
+own copy of ``X``), and two at once in two processes.
 
 Our runs (c) to (e) use their defaults (``cache_size="auto"``, both cores);
 the SVC runs are single-threaded. Prints wall time, total SMO iterations
@@ -381,6 +383,78 @@ def bench_chains(name, X, y, gamma, repeats):
     sys.stdout.flush()
 
 
+_ONE_PATH = """
+import sys, time
+sys.path.insert(0, {bench!r})
+from bench_svm_cgrid import one_chain_paths
+one_chain_paths({name!r}, {rows!r}, {gamma!r}, {n!r})
+"""
+
+
+def one_chain_paths(name, rows, gamma, n_paths):
+    """Print the seconds of one-chain C paths, ``n_paths`` at once in threads."""
+    import sklearn_ext.svm._cv as cv
+
+    cv.available_threads = lambda: 1  # each path one chain, in its own thread
+    X, y = svm_dataset(name, rows)
+    folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y))
+    plan = FoldPlan([test for _, test in folds], n_samples=X.shape[0])
+    times = []
+
+    def path(X):
+        tic = time.perf_counter()
+        svm_c_path_cv(AlphaSeededSVC(gamma=gamma), X, y, CS, cv=plan)
+        times.append(time.perf_counter() - tic)
+
+    with threadpool_limits(limits=1):
+        path(X)  # warm-up, not counted
+        times.clear()
+        # Each thread its own copy of X: nothing shared but the process.
+        threads = [
+            threading.Thread(target=path, args=(X.copy(),)) for _ in range(n_paths)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    print(" ".join(f"{t:.4f}" for t in times), flush=True)
+
+
+def bench_contention(name, n_rows, gamma, repeats):
+    """One-chain C paths: alone, two at once in threads, two in processes."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    base = name.split("-")[0]
+
+    def launch(n_processes, n_threads):
+        code = _ONE_PATH.format(
+            bench=here, name=base, rows=n_rows, gamma=gamma, n=n_threads
+        )
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+            )
+            for _ in range(n_processes)
+        ]
+        return [float(v) for p in procs for v in p.communicate()[0].split()]
+
+    measured = {"alone": [], "two threads": [], "two processes": []}
+    for _ in range(repeats):
+        measured["alone"] += launch(1, 1)
+        measured["two threads"] += launch(1, 2)
+        measured["two processes"] += launch(2, 1)
+    print(
+        f"\n{name}: one-chain C paths ({len(CS)} values, k=10), seconds per path, "
+        f"median of {repeats} rounds, load {os.getloadavg()[0]:.2f}"
+    )
+    alone = statistics.median(measured["alone"])
+    for label, times in measured.items():
+        t = statistics.median(times)
+        print(f"  {label:<15}{t:8.3f} s  {t / alone:5.2f}x the time alone")
+    sys.stdout.flush()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast run")
@@ -391,10 +465,11 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--part",
-        choices=("grid", "refit", "chains"),
+        choices=("grid", "refit", "chains", "contention"),
         default="grid",
-        help="the C grid against GridSearchCV (default), the refit alone, or "
-        "the C path on one and two seeding chains",
+        help="the C grid against GridSearchCV (default), the refit alone, "
+        "the C path on one and two seeding chains, or one-chain paths run "
+        "alone, two at once in threads and two in processes",
     )
     args = parser.parse_args(argv)
     if not data_dir().is_dir():
@@ -418,6 +493,8 @@ def main(argv=None) -> int:
             bench_refit(name, X, y, gamma, repeats)
         elif args.part == "chains":
             bench_chains(name, X, y, gamma, repeats)
+        elif args.part == "contention":
+            bench_contention(name, n_rows, gamma, repeats)
         else:
             bench(name, X, y, gamma, repeats, args.runs)
     return 0

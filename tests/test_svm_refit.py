@@ -262,5 +262,58 @@ def test_a_search_hashes_the_data_once(binary, monkeypatch):
 
     monkeypatch.setattr(warm_start, "_update", counting)
     TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": [0.5, 1.0, 2.0]}, cv=3).fit(X, y)
-    # One read by the three candidates, one by the refit (outside the scope).
-    assert len(reads) == 2
+    # One read for the three candidates and the refit.
+    assert len(reads) == 1
+
+
+@pytest.mark.parametrize("gammas", [None, [0.05, 0.2]])
+def test_c_path_on_two_chains_is_the_one_chain_path(binary, monkeypatch, gammas):
+    # Each C runs its folds as two seeding chains (both cores); every fold is
+    # solved to tol, so the table is that of one chain.
+    import sklearn_ext.svm._cv as cv
+
+    X, y = binary
+    monkeypatch.setattr(cv, "MIN_ROWS_FOR_CHAINS", 0)
+    runs = []
+    run_chains = cv._run_chains
+
+    def spy(run, plan, store, chains, random_state):
+        runs.append(len(chains))
+        yield from run_chains(run, plan, store, chains, random_state)
+
+    monkeypatch.setattr(cv, "_run_chains", spy)
+    Cs = [0.25, 1.0, 4.0, 16.0]
+    results = {}
+    for n_threads in (1, 2):
+        monkeypatch.setattr(cv, "available_threads", lambda n=n_threads: n)
+        results[n_threads] = svm_c_path_cv(
+            AlphaSeededSVC(gamma=0.1, tol=1e-7), X, y, Cs, gammas=gammas, cv=6
+        )
+    n_candidates = len(Cs) * (1 if gammas is None else len(gammas))
+    assert runs == [2] * n_candidates  # one chain never starts threads
+    one, two = results[1], results[2]
+    for i in range(6):
+        assert_array_equal(one[f"split{i}_test_score"], two[f"split{i}_test_score"])
+    assert_array_equal(one["rank_test_score"], two["rank_test_score"])
+    assert two["warm_start_hits"].sum() > 0  # the cross-C seeds are kept
+
+
+def test_search_refit_from_folds_precomputed_and_probability(binary):
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = binary
+    K = rbf_kernel(X, gamma=0.1)
+    search = TreeCVSearchCV(
+        AlphaSeededSVC(kernel="precomputed"), {"C": [0.5, 2.0]}, cv=5
+    ).fit(K, y)
+    best = search.best_estimator_
+    cold = AlphaSeededSVC(kernel="precomputed", C=search.best_params_["C"]).fit(K, y)
+    assert best.warm_start_from_fold_.all()
+    assert np.mean(best.predict(K) == cold.predict(K)) >= 0.99
+
+    params = dict(probability=True, random_state=0, gamma=0.1)
+    search = TreeCVSearchCV(AlphaSeededSVC(**params), {"C": [0.5, 2.0]}, cv=5)
+    best = search.fit(X, y).best_estimator_
+    plain = AlphaSeededSVC(C=search.best_params_["C"], **params).fit(X, y)
+    assert best.warm_start_from_fold_.all()
+    assert_allclose(best.predict_proba(X), plain.predict_proba(X), atol=1e-2)

@@ -324,6 +324,12 @@ class TreeCVSearchCV(BaseSearchCV):
         self : object
             The fitted search.
         """
+        # The data does not change during one fit: the warm-start keys of all
+        # candidates and of the refit hash X once.
+        with data_scope():
+            return self._fit(X, y, params)
+
+    def _fit(self, X, y, params):
         candidates_check = self._candidates  # raises on a bad grid before any work
         candidates_check()
         scorers, refit_metric = self._get_scorers()
@@ -438,8 +444,7 @@ class TreeCVSearchCV(BaseSearchCV):
             )
             return results
 
-        # The data is read once for the statistics and warm-start keys.
-        with digest_scope(), data_scope():
+        with digest_scope():  # The data is read once for the statistics keys.
             self._run_search(evaluate_candidates)
         self._warn_about_regime(regimes, all_candidate_params, base_estimator)
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
