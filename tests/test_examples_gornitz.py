@@ -186,7 +186,7 @@ def test_grid_script_ctrl_c_then_resume(tmp_path):
     import signal
 
     storage = f"sqlite:///{tmp_path / 'c.db'}"
-    args = ["--synthetic", "--n", "2000", "--grid-size", "4", "--storage", storage]
+    args = ["--synthetic", "--n", "2000", "--grid-size", "2", "--storage", storage]
     command = [sys.executable, str(EXAMPLES / "gornitz_optuna_grid.py"), *args]
     process = subprocess.Popen(
         [*command, "--sample-standard", "0"],
@@ -196,22 +196,22 @@ def test_grid_script_ctrl_c_then_resume(tmp_path):
         cwd=tmp_path,
     )
     for line in process.stdout:
-        if "/256 points" in line:  # The first progress line: send Ctrl-C.
+        if "/16 points" in line:  # The first progress line: send Ctrl-C.
             process.send_signal(signal.SIGINT)
             break
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "interrupted:" in out and "run the same command again" in out
-    name = "gornitz-n2000-g4-synthetic"
+    name = "gornitz-n2000-g2-synthetic"
     study = optuna.load_study(study_name=name, storage=storage)
     n_done = len(study.get_trials(states=(TrialState.COMPLETE,)))
-    assert 2 <= n_done < 256
+    assert 1 <= n_done < 16
     again = run_script(
         "gornitz_optuna_grid.py", *args, "--sample-standard", "1", cwd=tmp_path
     )
     assert again.returncode == 0, again.stderr
-    assert f"resuming: {n_done} of 256 grid points already complete" in again.stdout
-    assert "grid complete: 256 points, 256 complete trials (0 repeated)" in again.stdout
+    assert f"resuming: {n_done} of 16 grid points already complete" in again.stdout
+    assert "grid complete: 16 points, 16 complete trials (0 repeated)" in again.stdout
 
 
 @pytest.mark.parametrize(
