@@ -9,6 +9,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from optuna.distributions import CategoricalDistribution
 from sklearn.datasets import make_classification
+from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import scale
 
 from optuna_treecv import TreeCVObjective, refit_estimator
@@ -177,6 +178,13 @@ def test_refit_estimator_with_the_objectives_store(binary):
         AlphaSeededSVC(gamma=0.1), space, X, y, cv=5, warm_start_store=False
     )
     assert off.warm_start_store_ is None
+    sgd = TreeCVObjective(SGDClassifier(), {"alpha": space["C"]}, X, y, cv=5)
+    assert sgd.warm_start_store_ is None  # a learner whose backend keeps none
+    given = WarmStartStore()
+    svm = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.1), space, X, y, cv=5, warm_start_store=given
+    )
+    assert svm.warm_start_store_ is given
 
 
 def _solution(C, alpha, objective, rows):
