@@ -167,6 +167,20 @@ def refit_estimator(
     >>> model = refit_estimator(study, sgd, X, y)
     >>> model.estimator_.alpha == study.best_params["alpha"]
     True
+
+    A kernel SVM's final fit starts from the trials' fold solutions:
+
+    >>> from sklearn_ext.svm import AlphaSeededSVC
+    >>> svm = AlphaSeededSVC(gamma=0.5)
+    >>> space = {"C": FloatDistribution(0.1, 10.0, log=True)}
+    >>> objective = TreeCVObjective(svm, space, X, y, cv=5)
+    >>> study = optuna.create_study(direction="maximize")
+    >>> study.optimize(objective, n_trials=3)
+    >>> model = refit_estimator(
+    ...     study, svm, X, y, warm_start_store=objective.warm_start_store_
+    ... )
+    >>> model.warm_start_from_fold_
+    array([ True,  True,  True])
     """
     trial = select_trial(
         study,

@@ -218,6 +218,8 @@ def write_solutions(path: str, solutions) -> None:
         )
         arrays[f"alpha_{i}"] = solution.alpha
         arrays[f"G_{i}"] = solution.G
+        if solution.rows is not None:  # a CV fold's rows seed a later refit
+            arrays[f"rows_{i}"] = np.asarray(solution.rows, dtype=np.int64)
     with open(path, "wb") as handle:
         np.savez(handle, **arrays)
 
@@ -265,7 +267,18 @@ def _read_npz(npz) -> list[tuple[tuple, str, StoredSolution]]:
             or np.any(alpha > scalars[0] * 1e6)
         ):
             raise ValueError(f"solution {i} is malformed")
-        for array in (alpha, G):
+        rows = None
+        if f"rows_{i}" in npz.files:
+            rows = np.asarray(npz[f"rows_{i}"])
+            if (
+                rows.shape != alpha.shape
+                or rows.dtype.kind not in "iu"
+                or np.any(rows < 0)
+                or np.any(np.diff(rows) <= 0)
+            ):
+                raise ValueError(f"solution {i} has malformed rows")
+            rows = rows.astype(np.intp)
+        for array in (alpha, G) if rows is None else (alpha, G, rows):
             array.setflags(write=False)
         solution = StoredSolution(
             C=float(scalars[0]),
@@ -275,6 +288,7 @@ def _read_npz(npz) -> list[tuple[tuple, str, StoredSolution]]:
             objective=float(scalars[2]),
             at_bound=bool(scalars[3]),
             trusted=False,
+            rows=rows,
         )
         out.append((slot, str(npz[f"data_{i}"]), solution))
     return out

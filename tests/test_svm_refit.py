@@ -9,6 +9,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from optuna.distributions import CategoricalDistribution
 from sklearn.datasets import make_classification
+from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import scale
 
 from optuna_treecv import TreeCVObjective, refit_estimator
@@ -177,6 +178,13 @@ def test_refit_estimator_with_the_objectives_store(binary):
         AlphaSeededSVC(gamma=0.1), space, X, y, cv=5, warm_start_store=False
     )
     assert off.warm_start_store_ is None
+    sgd = TreeCVObjective(SGDClassifier(), {"alpha": space["C"]}, X, y, cv=5)
+    assert sgd.warm_start_store_ is None  # a learner whose backend keeps none
+    given = WarmStartStore()
+    svm = TreeCVObjective(
+        AlphaSeededSVC(gamma=0.1), space, X, y, cv=5, warm_start_store=given
+    )
+    assert svm.warm_start_store_ is given
 
 
 def _solution(C, alpha, objective, rows):
@@ -317,3 +325,42 @@ def test_search_refit_from_folds_precomputed_and_probability(binary):
     plain = AlphaSeededSVC(C=search.best_params_["C"], **params).fit(X, y)
     assert best.warm_start_from_fold_.all()
     assert_allclose(best.predict_proba(X), plain.predict_proba(X), atol=1e-2)
+
+
+def test_artifact_folds_seed_a_refit_in_another_process(binary, tmp_path):
+    # A worker's published folds carry their rows: a fresh store that loads
+    # them (untrusted: gradients recomputed) seeds the final model from them.
+    from optuna_treecv import ArtifactWarmStartStore
+
+    X, y = binary
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial({"C": 2.0})
+    space = {"C": CategoricalDistribution([2.0])}
+    estimator = AlphaSeededSVC(gamma=0.1, tol=1e-7)
+    first = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    objective = TreeCVObjective(estimator, space, X, y, cv=5, warm_start_store=first)
+    study.optimize(objective, n_trials=1)
+    second = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    assert second.sync() == 1
+    model = refit_estimator(study, estimator, X, y, warm_start_store=second)
+    cold = AlphaSeededSVC(gamma=0.1, tol=1e-7, C=2.0).fit(X, y)
+    assert model.warm_start_from_fold_.all()
+    assert_allclose(model.objective_, cold.objective_, rtol=1e-8)
+    assert_array_equal(model.predict(X), cold.predict(X))
+
+
+def test_artifact_rows_round_trip_and_checks(tmp_path):
+    from optuna_treecv._warm_start import read_solutions, write_solutions
+
+    solution = _solution(1.0, [0.1, 0.2], -1.0, [3, 7])
+    path = str(tmp_path / "s.npz")
+    write_solutions(path, [(("k", "r", 0, 1), "d", solution)])
+    [(_, _, back)] = read_solutions(path)
+    assert_array_equal(back.rows, [3, 7]) and not back.trusted
+    for bad in ([7, 3], [3, 3], [-1, 3], [3]):
+        forged = _solution(1.0, [0.1, 0.2], -1.0, [0, 1])
+        object.__setattr__(forged, "rows", np.array(bad))
+        write_solutions(path, [(("k", "r", 0, 1), "d", forged)])
+        with pytest.raises(ValueError, match="malformed rows"):
+            read_solutions(path)

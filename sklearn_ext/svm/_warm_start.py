@@ -801,7 +801,13 @@ def seed_from_fold(kernel_store, solution: StoredSolution, problem: PairProblem)
     it was) when the rows are not a subset of ``problem``'s.
     """
     rows = solution.rows
-    if rows is None or rows.shape != solution.alpha.shape:
+    if (
+        rows is None
+        or rows.shape != solution.alpha.shape
+        or (
+            rows.shape[0] and not 0 <= rows.min() <= rows.max() < kernel_store.n_samples
+        )
+    ):
         return False
     where = np.full(kernel_store.n_samples, -1, dtype=np.intp)
     where[problem.idx] = np.arange(problem.idx.shape[0])
