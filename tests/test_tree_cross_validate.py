@@ -2,6 +2,7 @@
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -24,8 +25,10 @@ from sklearn.model_selection import (
     cross_validate,
 )
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ext import (
+    SemiSupervisedAnomalyDetector,
     StratifiedTreeCVSplitter,
     TreeCVSplitter,
     tree_cross_validate,
@@ -125,6 +128,24 @@ def test_sgd_tree_equals_standard_with_same_order(order, n_jobs, global_random_s
     assert tree["backend"] == "python_tree" and ref["backend"] == "standard"
     assert tree["n_samples_fed"] < ref["n_samples_fed"]
     assert len({id(e) for e in tree["estimator"]}) == 8
+
+
+@pytest.mark.parametrize(
+    "estimator, name",
+    [
+        (SGDClassifier(alpha=-1.0), "alpha"),
+        (SemiSupervisedAnomalyDetector(max_iter=0), "max_iter"),
+    ],
+    ids=["SGDClassifier", "SSAD"],
+)
+def test_invalid_parameters_are_refused_before_any_note(digits, estimator, name):
+    """As the learner's fit would refuse them, but first: no regime note, no fold."""
+    X, y = digits
+    pattern = f"The '{name}' parameter of {type(estimator).__name__} must be"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidParameterError, match=pattern):
+            tree_cross_validate(estimator, X, np.where(y % 2, 1, -1), cv=3)
 
 
 @REGIME_NOTE

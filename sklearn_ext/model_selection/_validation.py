@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn import get_config
 from sklearn.base import (
+    BaseEstimator,
     is_classifier,
     is_clusterer,
     is_outlier_detector,
@@ -226,6 +228,7 @@ def tree_cross_validate(
     >>> tree_cross_validate(MultinomialNB(), X, y, cv=10)["backend"]  # one pass
     'exact'
     """
+    _check_params(estimator)
     backend = choose_backend(estimator, method)
     X_given = X
     as_given = isinstance(backend, PythonTreeBackend | StandardBackend)
@@ -266,6 +269,17 @@ def tree_cross_validate(
             if model is not None and not hasattr(model, "feature_names_in_"):
                 model.feature_names_in_ = _feature_names(X_given)
     return result
+
+
+def _check_params(estimator) -> None:
+    """Refuse the estimator's invalid parameters as its ``fit`` would, but before
+    any work and before any note about the regime that the run would score."""
+    if get_config()["skip_parameter_validation"]:
+        return
+    if isinstance(estimator, BaseEstimator) and hasattr(
+        estimator, "_parameter_constraints"
+    ):
+        estimator._validate_params()
 
 
 def _scoring_errors_as(scorer, scoring, error_score):
