@@ -32,7 +32,9 @@ def test_model_selection_imports_no_learner_package():
     assert not {m for m in loaded if m.startswith(LEARNER_PACKAGES)}
 
 
-@pytest.mark.parametrize("module", ["_prefix_cache", "_fitted_state", "_data_scope"])
+@pytest.mark.parametrize(
+    "module", ["_prefix_cache", "_fitted_state", "_data_scope", "_threads"]
+)
 def test_the_floor_imports_nothing_above_it(module):
     loaded = _loaded_after(f"import sklearn_ext.utils.{module}")
     assert loaded <= {

@@ -21,7 +21,6 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
-from threadpoolctl import threadpool_limits
 
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._shortcuts import (
@@ -34,6 +33,7 @@ from sklearn_ext.model_selection._snapshot import (
     snapshots,
     take_snapshot,
 )
+from sklearn_ext.utils._threads import threadpool_controller
 
 __all__ = [
     "LeafResult",
@@ -657,7 +657,7 @@ class PythonTreeBackend(Backend):
                     jobs.append(delayed(run.grow)(right, left, learner, _Meter()))
                 frontier = parallel(jobs)
         parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-        with threadpool_limits(limits=max(1, cpu_count() // n_jobs)):
+        with threadpool_controller().limit(limits=max(1, cpu_count() // n_jobs)):
             subtrees = parallel(
                 delayed(run.collect)(node, learner, meter)
                 for node, learner, meter in frontier

@@ -14,7 +14,6 @@ from joblib import effective_n_jobs
 from sklearn.base import clone
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import StrOptions
-from threadpoolctl import threadpool_limits
 
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._validation import tree_cross_validate
@@ -28,6 +27,7 @@ from sklearn_ext.svm._kernel_store import KernelStore, available_threads
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
 from sklearn_ext.svm._solver import PairProblem, pair_rows
 from sklearn_ext.utils._param_validation import validate_params
+from sklearn_ext.utils._threads import blas_limits
 
 __all__ = [
     "alpha_seeded_cv",
@@ -381,7 +381,7 @@ def _run_chains(run: _Run, plan, store: KernelStore, chains, random_state):
     ]
     # One BLAS thread per chain; nested runs (probability=True's inner CV)
     # then see a one-thread budget and run one chain.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_limits(1):
         for thread in threads:
             thread.start()
         try:

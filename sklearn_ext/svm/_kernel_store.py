@@ -11,7 +11,6 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import cpu_count
 from sklearn.utils.extmath import safe_sparse_dot
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_ext._fast._smo import (
     NATIVE_KERNELS,
@@ -19,6 +18,7 @@ from sklearn_ext._fast._smo import (
     finish_kernel_block,
     gather_block,
 )
+from sklearn_ext.utils._threads import blas_limits, pool_limits
 
 __all__ = [
     "KernelStore",
@@ -73,7 +73,7 @@ def available_threads() -> int:
     or a ``threadpool_limits(1)`` block, gets one.
     """
     n = max(1, int(cpu_count()))
-    limits = [info["num_threads"] for info in threadpool_info()]
+    limits = pool_limits()
     if limits:
         n = min(n, max(1, min(limits)))
     return n
@@ -355,7 +355,7 @@ class KernelStore:
         else:
             chunks = [starts[t::n_threads] for t in range(n_threads)]
             with (
-                threadpool_limits(limits=1, user_api="blas"),
+                blas_limits(1),
                 ThreadPoolExecutor(n_threads) as pool,
             ):
                 finite = all(pool.map(build_all, chunks))

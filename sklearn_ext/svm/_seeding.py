@@ -12,10 +12,10 @@ own columns, and SMO runs to ``tol``.
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.svm._solver import PairProblem, repair_equality
+from sklearn_ext.utils._threads import blas_limits
 
 __all__ = ["SEEDINGS", "seed_pair"]
 
@@ -74,7 +74,7 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
 
     if seeding == "ato":
         # Small dense solves: BLAS threads cost more than they give here.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_limits(1):
             alpha_s, alpha_t = _ato(
                 store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t
             )
@@ -86,7 +86,7 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
             alpha_t = _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng)
         else:  # "mir"
             f_s = y_s * previous.G[pos_prev[s_rows]]  # the paper's indicators
-            with threadpool_limits(limits=1, user_api="blas"):
+            with blas_limits(1):
                 alpha_t = _mir(
                     store,
                     s_rows,
