@@ -23,6 +23,8 @@ def dask_client():
     cluster.close()
 
 
+# SGDClassifier through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_tree_and_search_under_dask(dask_client):
     X, y = load_digits(return_X_y=True)
     est = SGDClassifier(random_state=0)

@@ -200,6 +200,8 @@ def test_killed_worker_is_failed_and_retried_sqlite(tmp_path):
     check_killed_worker_is_retried(url, "killed", tmp_path)
 
 
+# A multi-epoch learner through the tree on purpose: the regime note is expected.
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_killed_worker_is_failed_and_retried_postgresql(request, tmp_path):
     # The throwaway server of the scale-out tests (skipped without one).
     url = request.getfixturevalue("postgres_url")

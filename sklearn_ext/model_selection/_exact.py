@@ -944,7 +944,6 @@ class _DiscreteNB(_Family):
 class _GaussianNB(_Family):
     names = ("sklearn.naive_bayes.GaussianNB",)
     joint_log_likelihood = True
-
     accepts_sparse = False
 
     def prepare(self, estimator, X, y):
@@ -974,7 +973,6 @@ class _GaussianNB(_Family):
 class _CategoricalNB(_Family):
     names = ("sklearn.naive_bayes.CategoricalNB",)
     joint_log_likelihood = True
-
     accepts_sparse = False
 
     def prepare(self, estimator, X, y):
@@ -1098,6 +1096,7 @@ class _LeastSquares(_Family):
 
 class _LinearDiscriminant(_Family):
     names = ("sklearn.discriminant_analysis.LinearDiscriminantAnalysis",)
+    accepts_sparse = False
 
     def supports(self, estimator) -> bool:
         return (
@@ -1105,8 +1104,6 @@ class _LinearDiscriminant(_Family):
             and estimator.covariance_estimator is None
             and not isinstance(estimator.shrinkage, str)
         )
-
-    accepts_sparse = False
 
     def prepare(self, estimator, X, y):
         return np.asarray(X, dtype=float), _classes_target(estimator, y)
