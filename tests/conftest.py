@@ -3,6 +3,8 @@
 import os
 
 import pytest
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import scale
 
 
 @pytest.fixture
@@ -12,3 +14,20 @@ def global_random_seed():
     Set ``OPTUNA_TREECV_TESTS_GLOBAL_RANDOM_SEED`` to run the suite with another seed.
     """
     return int(os.environ.get("OPTUNA_TREECV_TESTS_GLOBAL_RANDOM_SEED", "42"))
+
+
+@pytest.fixture
+def svm_binary():
+    """A small, noisy two-class problem, standardised: the SVM tests' default data."""
+    X, y = make_classification(
+        n_samples=300, n_features=8, n_informative=5, flip_y=0.05, random_state=0
+    )
+    return scale(X), y
+
+
+@pytest.fixture
+def chains_on_small_data(monkeypatch):
+    """Seeding chains on any data size (tests keep their data small)."""
+    from sklearn_ext.svm import _cv
+
+    monkeypatch.setattr(_cv, "MIN_ROWS_FOR_CHAINS", 0)

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from sklearn.datasets import load_wine, make_classification
+from sklearn.datasets import load_wine
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import scale
 from threadpoolctl import threadpool_limits
@@ -13,23 +13,9 @@ from threadpoolctl import threadpool_limits
 from sklearn_ext import tree_cross_validate
 from sklearn_ext._fast._smo import update_gradient
 from sklearn_ext.model_selection import FoldPlan
-from sklearn_ext.svm import AlphaSeededSVC, AlphaSeedingBackend, KernelStore, _cv
+from sklearn_ext.svm import AlphaSeededSVC, AlphaSeedingBackend, KernelStore
 from sklearn_ext.svm._cv import chain_count
 from sklearn_ext.svm._kernel_store import available_threads, kernel_matrix
-
-
-@pytest.fixture
-def data():
-    X, y = make_classification(
-        n_samples=300, n_features=8, n_informative=5, flip_y=0.05, random_state=0
-    )
-    return scale(X), y
-
-
-@pytest.fixture
-def chains_on_small_data(monkeypatch):
-    # Tests keep data small; threads then run on any size.
-    monkeypatch.setattr(_cv, "MIN_ROWS_FOR_CHAINS", 0)
 
 
 def _rbf_callable(A, B):
@@ -54,8 +40,10 @@ def _cv_run(model, X, y, n_jobs, **kwargs):
     ids=["dense64", "dense32", "native-columns", "callable-columns"],
 )
 @pytest.mark.parametrize("seeding", ["sir", "none"])
-def test_two_chains_match_one_within_tol(data, chains_on_small_data, params, seeding):
-    X, y = data
+def test_two_chains_match_one_within_tol(
+    svm_binary, chains_on_small_data, params, seeding
+):
+    X, y = svm_binary
     model = AlphaSeededSVC(C=10.0, **params)
     backend = AlphaSeedingBackend(seeding=seeding)
     plan = FoldPlan.from_cv(StratifiedKFold(8, shuffle=True, random_state=0), X, y)
@@ -91,7 +79,7 @@ def test_chain_count():
     assert chain_count(1, 10, 10_000) == 1
     assert chain_count(2, 10, 10_000) == 2
     assert chain_count(4, 3, 10_000) == 3  # never more chains than folds
-    assert chain_count(2, 10, 50) == 1  # tiny data: threads do not pay
+    assert chain_count(2, 10, 50) == 1  # tiny data set: threads do not pay
     assert chain_count(2, 10, 1_999) == 1  # measured: slower below 2,000 rows
     assert chain_count(2, 10, 2_000) == 2
     assert chain_count(None, 10, 10_000) == min(available_threads(), 10)
@@ -106,8 +94,8 @@ def _chain_threads():
     return [t for t in threading.enumerate() if t.name.startswith("alpha-seeding")]
 
 
-def test_a_listener_stops_the_chains(data, chains_on_small_data):
-    X, y = data
+def test_a_listener_stops_the_chains(svm_binary, chains_on_small_data):
+    X, y = svm_binary
     seen = []
 
     def stop_after_two(leaf):
@@ -143,8 +131,8 @@ def test_an_error_in_a_chain_reaches_the_caller(chains_on_small_data):
         ("sigmoid", dict(gamma=0.05, coef0=0.5)),
     ],
 )
-def test_native_columns_and_partitions_match_the_matrix(data, kernel, params):
-    X, _ = data
+def test_native_columns_and_partitions_match_the_matrix(svm_binary, kernel, params):
+    X, _ = svm_binary
     gamma, degree, coef0 = (
         params.get(k, d) for k, d in [("gamma", 1.0), ("degree", 3), ("coef0", 0.0)]
     )
@@ -183,9 +171,9 @@ def test_native_kernel_overflow_raises(cache_size):
             store.columns.get(0)
 
 
-def test_kfold_default_n_jobs_uses_chains(data, chains_on_small_data):
+def test_kfold_default_n_jobs_uses_chains(svm_binary, chains_on_small_data):
     # The default (n_jobs=None) runs as many chains as there are threads to use.
-    X, y = data
+    X, y = svm_binary
     plan = FoldPlan.from_cv(KFold(6, shuffle=True, random_state=1), X, y)
     result = tree_cross_validate(AlphaSeededSVC(gamma=0.2), X, y, cv=plan)
     ref = tree_cross_validate(AlphaSeededSVC(gamma=0.2), X, y, cv=plan, n_jobs=1)
@@ -196,8 +184,8 @@ def test_kfold_default_n_jobs_uses_chains(data, chains_on_small_data):
     assert_allclose(result["test_score"], ref["test_score"], atol=0.05)
 
 
-def test_gradient_products_mix_cached_and_computed_columns(data):
-    X, y = data
+def test_gradient_products_mix_cached_and_computed_columns(svm_binary):
+    X, y = svm_binary
     y_pm = np.where(y > 0, 1.0, -1.0)
     dense = KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=200)
     cols = KernelStore(X, "rbf", 0.3, 3, 0.0, cache_size=0.05)

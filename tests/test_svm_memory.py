@@ -16,25 +16,10 @@ from sklearn_ext.svm import (
     AlphaSeededSVC,
     AlphaSeedingBackend,
     WarmStartStore,
-    _cv,
     alpha_seeded_cv,
 )
 from sklearn_ext.svm._classes import _PairDecisions
 from sklearn_ext.svm._solver import PairProblem
-
-
-@pytest.fixture
-def data():
-    X, y = make_classification(
-        n_samples=300, n_features=8, n_informative=5, flip_y=0.05, random_state=0
-    )
-    return scale(X), y
-
-
-@pytest.fixture
-def chains_on_small_data(monkeypatch):
-    # Tests keep data small; threads then run on any size.
-    monkeypatch.setattr(_cv, "MIN_ROWS_FOR_CHAINS", 0)
 
 
 def _plan(X, y, k):
@@ -67,9 +52,9 @@ def _compare_runs(slim, full):
 @pytest.mark.parametrize("n_jobs", [1, 2])
 @pytest.mark.parametrize("multiclass", [False, True], ids=["binary", "wine"])
 def test_scores_without_fold_models_equal_scores_with_them(
-    data, chains_on_small_data, set_model_calls, n_jobs, multiclass
+    svm_binary, chains_on_small_data, set_model_calls, n_jobs, multiclass
 ):
-    X, y = data
+    X, y = svm_binary
     if multiclass:
         X, y = load_wine(return_X_y=True)
         X = scale(X)
@@ -87,8 +72,8 @@ def test_scores_without_fold_models_equal_scores_with_them(
         assert slim["test_score"][fold] == estimator.score(X[test], y[test])
 
 
-def test_warm_start_extras_without_fold_models(data, set_model_calls):
-    X, y = data
+def test_warm_start_extras_without_fold_models(svm_binary, set_model_calls):
+    X, y = svm_binary
     plan = _plan(X, y, 5)
     runs = {}
     for keep in (False, True):
@@ -112,8 +97,8 @@ def test_warm_start_extras_without_fold_models(data, set_model_calls):
 
 
 @pytest.mark.parametrize("scoring", ["balanced_accuracy", "roc_auc"])
-def test_other_scorers_still_get_fold_models(data, set_model_calls, scoring):
-    X, y = data
+def test_other_scorers_still_get_fold_models(svm_binary, set_model_calls, scoring):
+    X, y = svm_binary
     plan = _plan(X, y, 4)
     model = AlphaSeededSVC(C=3.0, gamma=0.2)
     result = alpha_seeded_cv(model, X, y, cv=plan, scoring=scoring)
@@ -125,8 +110,8 @@ def test_other_scorers_still_get_fold_models(data, set_model_calls, scoring):
         assert result["test_score"][fold] == scorer(estimator, X[test], y[test])
 
 
-def test_search_door_builds_models_only_for_train_scores(data, set_model_calls):
-    X, y = data
+def test_search_door_builds_models_only_for_train_scores(svm_binary, set_model_calls):
+    X, y = svm_binary
     plan = _plan(X, y, 4)
     grid = {"C": [1.0, 10.0]}
     kwargs = dict(cv=plan, method="alpha_seeding", refit=False, n_jobs=1)
@@ -142,8 +127,8 @@ def test_search_door_builds_models_only_for_train_scores(data, set_model_calls):
     assert np.all(full.cv_results_["mean_train_score"] > 0.5)
 
 
-def test_probability_sigmoids_only_for_models_someone_uses(data, monkeypatch):
-    X, y = data
+def test_probability_sigmoids_only_for_models_someone_uses(svm_binary, monkeypatch):
+    X, y = svm_binary
     plan = _plan(X, y, 4)
     calls = []
     original = AlphaSeededSVC._fit_platt

@@ -25,14 +25,6 @@ from sklearn_ext.svm._warm_start import StoredSolution
 
 
 @pytest.fixture
-def binary():
-    X, y = make_classification(
-        n_samples=300, n_features=8, n_informative=5, flip_y=0.05, random_state=0
-    )
-    return scale(X), y
-
-
-@pytest.fixture
 def three_classes():
     X, y = make_classification(
         n_samples=300,
@@ -55,7 +47,7 @@ def _cv_then_refit(X, y, **params):
     return seeded, cold
 
 
-@pytest.mark.parametrize("data", ["binary", "three_classes"])
+@pytest.mark.parametrize("data", ["svm_binary", "three_classes"])
 @pytest.mark.parametrize("class_weight", [None, "balanced"])
 def test_refit_from_folds_is_the_cold_model(data, class_weight, request):
     # Solved to a tight tol, the seeded refit is LIBSVM's model: same dual
@@ -71,7 +63,7 @@ def test_refit_from_folds_is_the_cold_model(data, class_weight, request):
     assert_array_equal(seeded.predict(X), cold.predict(X))
 
 
-@pytest.mark.parametrize("data", ["binary", "three_classes"])
+@pytest.mark.parametrize("data", ["svm_binary", "three_classes"])
 def test_refit_from_folds_saves_iterations(data, request):
     # At the default tol the seed saves SMO iterations: this fails if it is
     # not used (a cold start makes exactly the cold fit's iterations).
@@ -83,9 +75,9 @@ def test_refit_from_folds_saves_iterations(data, request):
     assert np.mean(seeded.predict(X) == cold.predict(X)) >= 0.99
 
 
-def test_refit_seed_needs_the_same_C(binary):
+def test_refit_seed_needs_the_same_C(svm_binary):
     # Folds at other values of C do not seed a refit (no cross-C fold seeds).
-    X, y = binary
+    X, y = svm_binary
     store = WarmStartStore()
     alpha_seeded_cv(
         AlphaSeededSVC(C=1.0, gamma=0.1, warm_start_store=store), X, y, cv=5
@@ -95,8 +87,8 @@ def test_refit_seed_needs_the_same_C(binary):
     assert math.isnan(model.warm_start_C_[0])
 
 
-def test_refit_on_other_data_starts_cold_and_says_so(binary):
-    X, y = binary
+def test_refit_on_other_data_starts_cold_and_says_so(svm_binary):
+    X, y = svm_binary
     store = WarmStartStore()
     alpha_seeded_cv(
         AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store), X, y, cv=5
@@ -111,10 +103,10 @@ def test_refit_on_other_data_starts_cold_and_says_so(binary):
     assert_allclose(model.objective_, cold.objective_)
 
 
-def test_refit_prefers_its_own_exact_skip(binary):
+def test_refit_prefers_its_own_exact_skip(svm_binary):
     # A stored solution of the refit problem itself that is optimal as it is
     # wins over any fold seed.
-    X, y = binary
+    X, y = svm_binary
     store = WarmStartStore()
     model = AlphaSeededSVC(C=2.0, gamma=0.1, warm_start_store=store)
     alpha_seeded_cv(model, X, y, cv=5)
@@ -146,8 +138,8 @@ def test_search_refit_is_seeded_from_its_folds(three_classes):
     assert_array_equal(opted_out.best_estimator_.n_iter_, cold.n_iter_)
 
 
-def test_c_path_store_seeds_a_later_fit(binary):
-    X, y = binary
+def test_c_path_store_seeds_a_later_fit(svm_binary):
+    X, y = svm_binary
     store = WarmStartStore()
     svm_c_path_cv(
         AlphaSeededSVC(gamma=0.1), X, y, [0.5, 2.0], cv=5, warm_start_store=store
@@ -156,8 +148,8 @@ def test_c_path_store_seeds_a_later_fit(binary):
     assert model.warm_start_from_fold_.all()
 
 
-def test_refit_estimator_with_the_objectives_store(binary):
-    X, y = binary
+def test_refit_estimator_with_the_objectives_store(svm_binary):
+    X, y = svm_binary
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = {"C": CategoricalDistribution([0.5, 2.0])}
     objective = TreeCVObjective(AlphaSeededSVC(gamma=0.1), space, X, y, cv=5)
@@ -245,13 +237,13 @@ def test_cli_final_svm_is_seeded_from_the_trials_folds(tmp_path, capsys):
     assert model.warm_start_store is None
 
 
-def test_a_search_hashes_the_data_once(binary, monkeypatch):
+def test_a_search_hashes_the_data_once(svm_binary, monkeypatch):
     # Every candidate keys its store by a hash of X and y: within one search
     # fit X is read once (data_scope), with the same value as outside it.
     import sklearn_ext.svm._warm_start as warm_start
     from sklearn_ext.utils._data_scope import data_scope
 
-    X, y = binary
+    X, y = svm_binary
     plain = warm_start.data_fingerprint(X, y)
     with data_scope():
         assert warm_start.data_fingerprint(X, y) == plain
@@ -275,12 +267,12 @@ def test_a_search_hashes_the_data_once(binary, monkeypatch):
 
 
 @pytest.mark.parametrize("gammas", [None, [0.05, 0.2]])
-def test_c_path_on_two_chains_is_the_one_chain_path(binary, monkeypatch, gammas):
+def test_c_path_on_two_chains_is_the_one_chain_path(svm_binary, monkeypatch, gammas):
     # Each C runs its folds as two seeding chains (both cores); every fold is
     # solved to tol, so the table is that of one chain.
     import sklearn_ext.svm._cv as cv
 
-    X, y = binary
+    X, y = svm_binary
     monkeypatch.setattr(cv, "MIN_ROWS_FOR_CHAINS", 0)
     runs = []
     run_chains = cv._run_chains
@@ -306,10 +298,10 @@ def test_c_path_on_two_chains_is_the_one_chain_path(binary, monkeypatch, gammas)
     assert two["warm_start_hits"].sum() > 0  # the cross-C seeds are kept
 
 
-def test_search_refit_from_folds_precomputed_and_probability(binary):
+def test_search_refit_from_folds_precomputed_and_probability(svm_binary):
     from sklearn.metrics.pairwise import rbf_kernel
 
-    X, y = binary
+    X, y = svm_binary
     K = rbf_kernel(X, gamma=0.1)
     search = TreeCVSearchCV(
         AlphaSeededSVC(kernel="precomputed"), {"C": [0.5, 2.0]}, cv=5
@@ -327,12 +319,12 @@ def test_search_refit_from_folds_precomputed_and_probability(binary):
     assert_allclose(best.predict_proba(X), plain.predict_proba(X), atol=1e-2)
 
 
-def test_artifact_folds_seed_a_refit_in_another_process(binary, tmp_path):
+def test_artifact_folds_seed_a_refit_in_another_process(svm_binary, tmp_path):
     # A worker's published folds carry their rows: a fresh store that loads
     # them (untrusted: gradients recomputed) seeds the final model from them.
     from optuna_treecv import ArtifactWarmStartStore
 
-    X, y = binary
+    X, y = svm_binary
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize")
     study.enqueue_trial({"C": 2.0})
