@@ -18,7 +18,7 @@ from sklearn_ext.svm import (
     WarmStartStore,
     alpha_seeded_cv,
 )
-from sklearn_ext.svm._classes import _PairDecisions
+from sklearn_ext.svm._classes import check_solved
 from sklearn_ext.svm._solver import PairProblem
 
 
@@ -160,9 +160,8 @@ def test_pair_decisions_check_what_fitting_checks():
         np.zeros(2),
     )
     problem.rho = np.nan
-    decisions = _PairDecisions([problem], np.array([0, 1]))
     with pytest.raises(ValueError, match="dual coefficients or intercepts are not"):
-        decisions.check("AlphaSeededSVC", -1)
+        check_solved([problem], "AlphaSeededSVC", -1)
 
 
 def _traced_peak(X, y, k, n_jobs):

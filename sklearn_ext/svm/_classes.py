@@ -496,8 +496,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         self._gamma = gamma
         self.n_iter_ = np.array([p.n_iter for p in problems], dtype=np.int64)
         self.objective_ = np.array([p.objective() for p in problems])
-        if not all(p.converged for p in problems):
-            warn_not_converged(type(self).__name__, self.max_iter)
+        check_solved(problems, type(self).__name__, self.max_iter)
         self._alpha_by_pair = []
         is_sv = np.zeros((n_classes, n_total), dtype=bool)
         for p in problems:
@@ -543,10 +542,6 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             self.dual_coef_ = dual
             self.intercept_ = -self._rho
         self.fit_status_ = 0 if all(p.converged for p in problems) else 1
-        if not (
-            np.all(np.isfinite(self.dual_coef_)) and np.all(np.isfinite(self._rho))
-        ):
-            raise ValueError(_NOT_FINITE_MODEL)
 
     # -- prediction ----------------------------------------------------------------
     def _kernel_to_support(self, X):
@@ -724,11 +719,23 @@ def _pairs(n_classes: int):
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
 
 
-#: SVC's own check and words (sklearn/svm/_base.py).
-_NOT_FINITE_MODEL = (
-    "The dual coefficients or intercepts are not finite. The input data may "
-    "contain large values and need to be preprocessed."
-)
+def check_solved(problems, owner: str, max_iter: int) -> None:
+    """What fitting checks of solved pair problems, with or without a model.
+
+    A ``ConvergenceWarning`` when ``max_iter`` stopped a problem; SVC's
+    ``ValueError`` (its words, sklearn/svm/_base.py) when a support vector's
+    coefficient or a bias is not finite.
+    """
+    if not all(p.converged for p in problems):
+        warn_not_converged(owner, max_iter)
+    if not all(
+        np.all(np.isfinite(p.alpha[p.alpha > 0])) and np.isfinite(p.rho)
+        for p in problems
+    ):
+        raise ValueError(
+            "The dual coefficients or intercepts are not finite. The input data "
+            "may contain large values and need to be preprocessed."
+        )
 
 
 def _vote_labels(dec, classes) -> np.ndarray:
@@ -762,27 +769,12 @@ class _PairDecisions:
 
     def __init__(self, problems, classes) -> None:
         self.classes = classes
-        self.converged = all(p.converged for p in problems)
         self.rows, self.coefs = [], []
         for p in problems:
             mask = p.alpha > 0
             self.rows.append(np.ascontiguousarray(p.idx[mask], dtype=np.intp))
             self.coefs.append(np.ascontiguousarray((p.y * p.alpha)[mask]))
         self.rho = np.array([p.rho for p in problems], dtype=np.float64)
-
-    def check(self, owner: str, max_iter: int) -> None:
-        """What :meth:`AlphaSeededSVC._set_model` checks, for runs without a model.
-
-        A ``ConvergenceWarning`` when ``max_iter`` stopped a problem, a
-        ``ValueError`` when a coefficient or a bias is not finite.
-        """
-        if not self.converged:
-            warn_not_converged(owner, max_iter)
-        if not (
-            all(np.all(np.isfinite(c)) for c in self.coefs)
-            and np.all(np.isfinite(self.rho))
-        ):
-            raise ValueError(_NOT_FINITE_MODEL)
 
     def decision(self, columns, test_rows) -> np.ndarray:
         """One-vs-one decision values of the global rows ``test_rows``.

@@ -22,6 +22,7 @@ from sklearn_ext.svm._classes import (
     _PairDecisions,
     _pairs,
     _StoreKeys,
+    check_solved,
 )
 from sklearn_ext.svm._kernel_store import KernelStore, available_threads
 from sklearn_ext.svm._seeding import SEEDINGS, seed_pair
@@ -259,41 +260,35 @@ class _Run:
         for problem, found in zip(problems, seeds, strict=True):
             keys.solve(store, problem, found, rows, seeded=True)
         if self.keep_models:
-            solution = self._fold_model(
-                fold, rows, problems, seeds, store, seed_time, tic
-            )
+            fold_model, fit_time = self._fold_model(rows, problems, seeds, tic)
         else:
             # Only the scores are asked for: no model, no Platt sigmoids.
-            fit_time = time.perf_counter() - tic
-            decisions = _PairDecisions(problems, classes)
-            decisions.check(type(model).__name__, model.max_iter)
-            solution = FoldSolution(
-                fold=fold,
-                model=None,
-                decisions=decisions,
-                n_iter=int(sum(p.n_iter for p in problems)),
-                objective=np.array([p.objective() for p in problems]),
-                seed_time=seed_time,
-                fit_time=fit_time,
-                n_train=int(rows.shape[0]),
-                store=store,
-                warm_start_C=next(
-                    (float(found[0].C) for found in seeds if found is not None),
-                    None,
-                ),
-                warm_start_hits=sum(found is not None for found in seeds),
-                warm_start_skips=sum(
-                    found is not None and bool(found[1]) for found in seeds
-                ),
-            )
+            fold_model, fit_time = None, time.perf_counter() - tic
+            check_solved(problems, type(model).__name__, model.max_iter)
+        solution = FoldSolution(
+            fold=fold,
+            model=fold_model,
+            decisions=_PairDecisions(problems, classes),
+            n_iter=int(sum(p.n_iter for p in problems)),
+            objective=np.array([p.objective() for p in problems]),
+            seed_time=seed_time,
+            fit_time=fit_time,
+            n_train=int(rows.shape[0]),
+            store=store,
+            warm_start_C=next(
+                (float(found[0].C) for found in seeds if found is not None), None
+            ),
+            warm_start_hits=sum(found is not None for found in seeds),
+            warm_start_skips=sum(
+                found is not None and bool(found[1]) for found in seeds
+            ),
+        )
         if self.score is not None:
             solution.scores = self.score(solution)
         return solution, problems
 
-    def _fold_model(
-        self, fold, rows, problems, seeds, store, seed_time, tic
-    ) -> FoldSolution:
-        """The fold's fitted :class:`AlphaSeededSVC`, in its :class:`FoldSolution`.
+    def _fold_model(self, rows, problems, seeds, tic):
+        """The fold's fitted :class:`AlphaSeededSVC` and its ``fit_time``.
 
         ``tic`` is when solving started: ``fit_time`` counts the Platt
         sigmoids, not the fitted attributes.
@@ -312,26 +307,10 @@ class _Run:
         else:
             fold_model.probA_ = fold_model.probB_ = np.empty(0)
         fit_time = time.perf_counter() - tic
-
         fold_model.n_features_in_ = X.shape[1]
         fold_model._set_model(problems, X, self.gamma, self.classes.shape[0])
         fold_model._set_seeds(seeds)
-        seeded = ~np.isnan(fold_model.warm_start_C_)
-        seed_Cs = fold_model.warm_start_C_[seeded]
-        return FoldSolution(
-            fold=fold,
-            model=fold_model,
-            decisions=_PairDecisions(problems, self.classes),
-            n_iter=int(fold_model.n_iter_.sum()),
-            objective=fold_model.objective_,
-            seed_time=seed_time,
-            fit_time=fit_time,
-            n_train=int(rows.shape[0]),
-            store=store,
-            warm_start_C=float(seed_Cs[0]) if seed_Cs.shape[0] else None,
-            warm_start_hits=int(seeded.sum()),
-            warm_start_skips=int(fold_model.warm_start_skipped_.sum()),
-        )
+        return fold_model, fit_time
 
 
 class _SerializedStore:
