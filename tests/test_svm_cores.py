@@ -80,8 +80,8 @@ def test_chain_count():
     assert chain_count(2, 10, 10_000) == 2
     assert chain_count(4, 3, 10_000) == 3  # never more chains than folds
     assert chain_count(2, 10, 50) == 1  # tiny data set: threads do not pay
-    assert chain_count(2, 10, 1_999) == 1  # measured: slower below 2,000 rows
-    assert chain_count(2, 10, 2_000) == 2
+    assert chain_count(2, 10, 1_499) == 1  # measured: slower at 1,000 rows
+    assert chain_count(2, 10, 1_500) == 2
     assert chain_count(None, 10, 10_000) == min(available_threads(), 10)
     assert chain_count(-1, 10, 10_000) >= 1
     with threadpool_limits(limits=1):

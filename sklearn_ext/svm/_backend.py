@@ -37,7 +37,7 @@ class AlphaSeedingBackend(Backend):
     every thread the process may use (:func:`joblib.cpu_count`, capped by the
     BLAS/OpenMP thread limit in force, so a joblib worker limited to one
     thread runs one chain), never more chains than folds, and one chain below
-    2,000 rows; ``n_jobs=1`` runs one chain. Own threads rather than joblib:
+    1,500 rows; ``n_jobs=1`` runs one chain. Own threads rather than joblib:
     the chains share one in-memory kernel store, which processes could not.
     A chain's first fold starts cold, so results agree with one chain's within
     ``tol``, not bit for bit. ``LeafResult.n_samples_fed`` is the fold's

@@ -40,9 +40,9 @@ __all__ = [
 ]
 
 #: Below this many rows a run uses one seeding chain: threads cost more than
-#: they give on folds solved in milliseconds (measured: two chains 0.77-0.88x
-#: of one at 1,000 rows, 1.07x at 1,500, 1.14-1.35x at 2,000; docs/svm.md).
-MIN_ROWS_FOR_CHAINS = 2000
+#: they give on folds solved in milliseconds (benchmarks/bench_svm_chains.py:
+#: two chains 0.80-0.91x of one at 1,000 rows, 1.10-1.23x at 1,500).
+MIN_ROWS_FOR_CHAINS = 1500
 
 #: SVC parameters that AlphaSeededSVC takes over as they are.
 _SHARED_PARAMS = (
