@@ -356,3 +356,20 @@ def test_artifact_rows_round_trip_and_checks(tmp_path):
         write_solutions(path, [(("k", "r", 0, 1), "d", forged)])
         with pytest.raises(ValueError, match="malformed rows"):
             read_solutions(path)
+
+
+def test_refit_estimator_refuses_a_store_that_is_not_one(svm_binary):
+    # A wrong warm_start_store is refused with the parameter and the value named,
+    # never ignored (the refit would silently start cold).
+    X, y = svm_binary
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize")
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"C": 1.0},
+            distributions={"C": CategoricalDistribution([1.0])},
+            value=0.5,
+        )
+    )
+    with pytest.raises(ValueError, match="'warm_start_store' parameter.*Got 'oops'"):
+        refit_estimator(study, AlphaSeededSVC(), X, y, warm_start_store="oops")
