@@ -201,3 +201,61 @@ def test_gradient_products_mix_cached_and_computed_columns(svm_binary):
     assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
     # The missing columns were computed in blocks, not pushed through the LRU.
     assert cols.columns.n_computed == before
+
+
+@pytest.mark.parametrize("cache_size", [100, 0.5], ids=["dense", "native-columns"])
+def test_smo_reads_kernel_columns_without_the_gil(cache_size):
+    # Two seeding chains only pay if the solver never takes the GIL: a Python
+    # thread holding it must not stop SMO. The main thread spins in Python
+    # with a switch interval far longer than the spin, so a solver that asked
+    # for the GIL (as reading a column once did, on every return) would stand
+    # still until the spin ends.
+    import sys
+    import time
+
+    from sklearn_ext._fast._smo import smo_solve
+
+    rng = np.random.RandomState(0)
+    n = 1000
+    X = rng.normal(size=(n, 20))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    store = KernelStore(X, "rbf", 0.05, 3, 0.0, cache_size=cache_size)
+    idx = np.arange(n, dtype=np.intp)
+    alpha, G = np.zeros(n), np.full(n, -1.0)
+    done = threading.Event()
+
+    def solve():
+        # tol=0 never stops early: max_iter iterations, about half a second.
+        try:
+            smo_solve(
+                store.columns,
+                idx,
+                y,
+                np.full(n, 1e3),
+                store.diag.copy(),
+                alpha,
+                G,
+                0.0,
+                150_000,
+                False,
+            )
+        finally:
+            done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    try:
+        worker = threading.Thread(target=solve)
+        worker.start()
+        while not alpha.any() and not done.is_set():
+            time.sleep(0.001)  # releases the GIL until the solver runs
+        assert not done.is_set()
+        before = alpha.copy()
+        stop = time.perf_counter() + 0.2
+        while time.perf_counter() < stop:  # pure Python: holds the GIL
+            pass
+        after = alpha.copy()
+    finally:
+        sys.setswitchinterval(interval)
+        worker.join()
+    assert not np.array_equal(before, after), "SMO stood still while Python ran"

@@ -392,6 +392,17 @@ cdef class KernelColumns:
                 raise ValueError(_NOT_FINITE)
         return 0
 
+    cdef int _compute_python(self, Py_ssize_t g, Py_ssize_t s) except -1 with gil:
+        """Fill slot ``s`` with column ``g`` from the Python callable.
+
+        Kept out of :meth:`column`: a Python object local there would make
+        Cython take the GIL on every return, which serialises the solver
+        threads even on the dense path.
+        """
+        values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
+        self.slots_matrix[s, :] = values
+        return 0
+
     cdef const double* column(self, Py_ssize_t g) except NULL nogil:
         cdef Py_ssize_t s, k
         cdef long long oldest
@@ -420,9 +431,7 @@ cdef class KernelColumns:
         elif self.has_data:
             self._compute_native(g, &self.slots[s, 0])
         else:
-            with gil:
-                values = np.ascontiguousarray(self.compute(g), dtype=np.float64)
-                self.slots_matrix[s, :] = values
+            self._compute_python(g, s)
         self.n_computed += 1
         self.owner[s] = g
         self.slot_of[g] = s
