@@ -17,7 +17,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport INFINITY, exp, fabs, isfinite, pow, tanh
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemm
 
@@ -854,6 +854,27 @@ def gradient_from_alpha(
     return G
 
 
+cdef int _gather(
+    KernelColumns store,
+    const Py_ssize_t* rows,
+    Py_ssize_t n_rows,
+    const Py_ssize_t* cols,
+    Py_ssize_t n_cols,
+    double* out,
+) except -1 nogil:
+    """Fortran-ordered ``K[rows][:, cols]`` into ``out`` (see :func:`gather_block`)."""
+    cdef const double* col
+    cdef Py_ssize_t k, r
+    if store.has_data and not store.is_dense:
+        store._native_block(rows, n_rows, cols, n_cols, NULL, out)
+        return 0
+    for k in range(n_cols):
+        col = store.column(cols[k])
+        for r in range(n_rows):
+            out[r + k * n_rows] = col[rows[r]]
+    return 0
+
+
 def gather_block(
     KernelColumns store, const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols
 ):
@@ -866,16 +887,317 @@ def gather_block(
     cdef Py_ssize_t n_rows = rows.shape[0], n_cols = cols.shape[0]
     out = np.empty((n_rows, n_cols), dtype=np.float64, order="F")
     cdef double[::1, :] view = out
-    cdef const double* col
-    cdef Py_ssize_t k, r
     if n_rows == 0 or n_cols == 0:
         return out
     with nogil:
-        if store.has_data and not store.is_dense:
-            store._native_block(&rows[0], n_rows, &cols[0], n_cols, NULL, &view[0, 0])
-        else:
-            for k in range(n_cols):
-                col = store.column(cols[k])
-                for r in range(n_rows):
-                    view[r, k] = col[rows[r]]
+        _gather(store, &rows[0], n_rows, &cols[0], n_cols, &view[0, 0])
     return out
+
+
+def split_rows(
+    Py_ssize_t n, const Py_ssize_t[::1] prev_idx, const Py_ssize_t[::1] idx
+):
+    """Where two problems on rows of the same ``n`` samples meet.
+
+    Going from the rows ``prev_idx`` to the rows ``idx`` (each without
+    repeats), the shared rows ``S`` stay, the added rows ``T`` come in and the
+    removed rows ``R`` leave. One pass over each index set and a position
+    table of ``n`` entries, without the GIL.
+
+    Parameters
+    ----------
+    n : int
+        Number of samples the global rows index.
+    prev_idx, idx : ndarray of intp
+        Global rows of the previous and of the new problem.
+
+    Returns
+    -------
+    s_new, s_prev : ndarray of intp
+        Positions of the shared rows in ``idx`` and in ``prev_idx``, in the
+        order of ``idx``.
+    t_new : ndarray of intp
+        Positions in ``idx`` of the added rows, in order.
+    r_prev : ndarray of intp
+        Positions in ``prev_idx`` of the removed rows, in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext._fast._smo import split_rows
+    >>> s_new, s_prev, t_new, r_prev = split_rows(
+    ...     6, np.array([0, 1, 2, 3]), np.array([2, 3, 4, 5])
+    ... )
+    >>> s_new.tolist(), s_prev.tolist(), t_new.tolist(), r_prev.tolist()
+    ([0, 1], [2, 3], [2, 3], [0, 1])
+    """
+    cdef Py_ssize_t l_prev = prev_idx.shape[0], l = idx.shape[0]
+    cdef Py_ssize_t i, p, g, n_s = 0, n_t = 0, n_r = 0
+    cdef bint in_range = True, repeated = False
+    s_new_arr = np.empty(l, dtype=np.intp)
+    s_prev_arr = np.empty(l, dtype=np.intp)
+    t_new_arr = np.empty(l, dtype=np.intp)
+    r_prev_arr = np.empty(l_prev, dtype=np.intp)
+    cdef Py_ssize_t[::1] s_new = s_new_arr, s_prev = s_prev_arr
+    cdef Py_ssize_t[::1] t_new = t_new_arr, r_prev = r_prev_arr
+    cdef Py_ssize_t* where = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+    if where == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(l_prev):
+                if not 0 <= prev_idx[i] < n:
+                    in_range = False
+            for i in range(l):
+                if not 0 <= idx[i] < n:
+                    in_range = False
+            if in_range:
+                for g in range(n):
+                    where[g] = -1
+                for i in range(l_prev):
+                    if where[prev_idx[i]] >= 0:
+                        repeated = True
+                    where[prev_idx[i]] = i
+                for i in range(l):
+                    p = where[idx[i]]
+                    if p >= 0:
+                        s_new[n_s] = i
+                        s_prev[n_s] = p
+                        n_s += 1
+                        where[idx[i]] = -2  # shared, so not removed
+                    elif p == -1:
+                        t_new[n_t] = i
+                        n_t += 1
+                        where[idx[i]] = -3  # added
+                    else:
+                        repeated = True
+                for i in range(l_prev):
+                    if where[prev_idx[i]] >= 0:
+                        r_prev[n_r] = i
+                        n_r += 1
+    finally:
+        free(where)
+    if not in_range:
+        raise ValueError(f"Row indices must lie in [0, {n}).")
+    if repeated:
+        raise ValueError("Row indices must not repeat within a problem.")
+    return s_new_arr[:n_s], s_prev_arr[:n_s], t_new_arr[:n_t], r_prev_arr[:n_r]
+
+
+cdef struct _Leaving:
+    double alpha
+    Py_ssize_t pos
+
+
+cdef int _larger_alpha_first(const void* a, const void* b) noexcept nogil:
+    """Order of SIR's removed support vectors: larger alpha first, then position."""
+    cdef const _Leaving* u = <const _Leaving*>a
+    cdef const _Leaving* v = <const _Leaving*>b
+    if u.alpha > v.alpha:
+        return -1
+    if u.alpha < v.alpha:
+        return 1
+    return (u.pos > v.pos) - (u.pos < v.pos)
+
+
+cdef Py_ssize_t _random_unused(object rng, object used, Py_ssize_t n_t) except -1 with gil:
+    """SIR's random replacement: an unused added point, else any added point."""
+    free_points = np.flatnonzero(~used)
+    if free_points.shape[0]:
+        return int(rng.choice(free_points))
+    return int(rng.integers(n_t))
+
+
+def sir_alphas(
+    KernelColumns store,
+    const Py_ssize_t[::1] t_rows,
+    const Py_ssize_t[::1] r_rows,
+    const double[::1] y_t,
+    const double[::1] y_r,
+    const double[::1] alpha_r,
+    const double[::1] C_t,
+    rng,
+):
+    """Single instance replacement: the added points' alphas.
+
+    The removed support vectors (``alpha_r > 0``), largest alpha first (ties
+    in row order), each hand their alpha to the most kernel-similar added point
+    of the same label that has not replaced another one yet (ties: the first
+    in ``t_rows``); when none is left, to a random unused added point drawn by
+    ``rng.choice``, then to any added point (``rng.integers``). The result is
+    capped at ``C_t``. Kernel values are read as :func:`gather_block` reads
+    ``K[r_rows][:, t_rows]``; the loop runs without the GIL, which only a
+    random replacement takes.
+
+    Parameters
+    ----------
+    store : KernelColumns
+        Kernel columns by global index.
+    t_rows, r_rows : ndarray of intp
+        Global rows of the added and of the removed points.
+    y_t, y_r : ndarray of float64
+        Their labels (+-1).
+    alpha_r : ndarray of float64
+        The removed points' alphas.
+    C_t : ndarray of float64
+        The added points' upper bounds.
+    rng : numpy.random.Generator or None
+        Source of the random replacements (not used when none is needed).
+
+    Returns
+    -------
+    alpha_t : ndarray of float64
+    """
+    cdef Py_ssize_t n_t = t_rows.shape[0], n_r = r_rows.shape[0]
+    cdef Py_ssize_t n_l = 0, j, q, best_q, p
+    cdef double best, v, label
+    alpha_t_arr = np.zeros(n_t)
+    cdef double[::1] alpha_t = alpha_t_arr
+    if n_t == 0 or n_r == 0:
+        return alpha_t_arr
+    used_arr = np.zeros(n_t, dtype=bool)
+    cdef cnp.uint8_t[::1] used = used_arr.view(np.uint8)
+    cdef _Leaving* leaving = <_Leaving*>malloc(n_r * sizeof(_Leaving))
+    cdef Py_ssize_t* rows = <Py_ssize_t*>malloc(n_r * sizeof(Py_ssize_t))
+    cdef double* K = NULL
+    try:
+        if leaving == NULL or rows == NULL:
+            raise MemoryError()
+        with nogil:
+            for p in range(n_r):
+                if alpha_r[p] > 0:
+                    leaving[n_l].alpha = alpha_r[p]
+                    leaving[n_l].pos = p
+                    n_l += 1
+        if n_l == 0:
+            return alpha_t_arr
+        K = <double*>malloc(n_l * n_t * sizeof(double))
+        if K == NULL:
+            raise MemoryError()
+        with nogil:
+            qsort(leaving, n_l, sizeof(_Leaving), _larger_alpha_first)
+            for j in range(n_l):
+                rows[j] = r_rows[leaving[j].pos]
+            # K[j + q n_l] = K(r_j, t_q), read as gather_block reads it.
+            _gather(store, rows, n_l, &t_rows[0], n_t, K)
+            for j in range(n_l):
+                p = leaving[j].pos
+                label = y_r[p]
+                best_q = -1
+                best = 0.0
+                for q in range(n_t):
+                    if not used[q] and y_t[q] == label:
+                        v = K[j + q * n_l]
+                        if best_q < 0 or v > best:
+                            best = v
+                            best_q = q
+                if best_q < 0:
+                    best_q = _random_unused(rng, used_arr, n_t)
+                alpha_t[best_q] += alpha_r[p]
+                used[best_q] = 1
+            for q in range(n_t):
+                if C_t[q] < alpha_t[q]:
+                    alpha_t[q] = C_t[q]
+    finally:
+        free(leaving)
+        free(rows)
+        free(K)
+    return alpha_t_arr
+
+
+def seed_gradient(
+    KernelColumns store,
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    const double[::1] alpha,
+    const Py_ssize_t[::1] s_new,
+    const Py_ssize_t[::1] s_prev,
+    const Py_ssize_t[::1] t_new,
+    const Py_ssize_t[::1] r_prev,
+    const Py_ssize_t[::1] prev_idx,
+    const double[::1] prev_y,
+    const double[::1] prev_alpha,
+    const double[::1] prev_G,
+):
+    """The exact gradient ``Q alpha - 1`` of a seeded problem, from the previous one.
+
+    The rows ``idx`` relate to the previous problem's ``prev_idx`` as
+    :func:`split_rows` says. The shared rows start from the previous
+    gradient, updated from the columns of the shared points whose alpha
+    moved, of the added points and of the removed ones (in that order, zero
+    changes skipped); the added rows' gradient is computed from the support
+    vectors' columns. The same kernel reads and sums as two calls of
+    :func:`update_gradient`, without the GIL and without the index arrays.
+
+    Returns
+    -------
+    G : ndarray of float64 of shape (len(idx),)
+    """
+    cdef Py_ssize_t l = idx.shape[0], n_s = s_new.shape[0], n_t = t_new.shape[0]
+    cdef Py_ssize_t n_r = r_prev.shape[0], i, t, m = 0
+    cdef Py_ssize_t n_rows = max(n_s, n_t), n_cols = max(n_s + n_t + n_r, l)
+    cdef double delta, value
+    G_arr = np.empty(l)
+    cdef double[::1] G = G_arr
+    if l == 0:
+        return G_arr
+    cdef Py_ssize_t* rows = <Py_ssize_t*>malloc(max(n_rows, 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* cols = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
+    cdef double* coef = <double*>malloc(max(n_cols, 1) * sizeof(double))
+    cdef double* acc = <double*>malloc(max(n_rows, 1) * sizeof(double))
+    try:
+        if rows == NULL or cols == NULL or coef == NULL or acc == NULL:
+            raise MemoryError()
+        with nogil:
+            # Shared rows: previous gradient plus the changed points' columns.
+            for i in range(n_s):
+                t = s_new[i]
+                rows[i] = idx[t]
+                acc[i] = 0.0
+                delta = alpha[t] - prev_alpha[s_prev[i]]
+                if delta != 0.0:
+                    cols[m] = idx[t]
+                    coef[m] = y[t] * delta
+                    m += 1
+            for i in range(n_t):
+                value = y[t_new[i]] * alpha[t_new[i]]
+                if value != 0.0:
+                    cols[m] = idx[t_new[i]]
+                    coef[m] = value
+                    m += 1
+            for i in range(n_r):
+                value = -(prev_y[r_prev[i]] * prev_alpha[r_prev[i]])
+                if value != 0.0:
+                    cols[m] = prev_idx[r_prev[i]]
+                    coef[m] = value
+                    m += 1
+            if n_s and m:
+                store.kernel_products(rows, n_s, cols, coef, m, acc)
+                for i in range(n_s):
+                    G[s_new[i]] = prev_G[s_prev[i]] + y[s_new[i]] * acc[i]
+            else:
+                for i in range(n_s):
+                    G[s_new[i]] = prev_G[s_prev[i]]
+            # Added rows: from scratch, over the support vectors' columns.
+            m = 0
+            for t in range(l):
+                if alpha[t] > 0.0:
+                    cols[m] = idx[t]
+                    coef[m] = y[t] * alpha[t]
+                    m += 1
+            for i in range(n_t):
+                rows[i] = idx[t_new[i]]
+                acc[i] = 0.0
+            if n_t and m:
+                store.kernel_products(rows, n_t, cols, coef, m, acc)
+                for i in range(n_t):
+                    G[t_new[i]] = -1.0 + y[t_new[i]] * acc[i]
+            else:
+                for i in range(n_t):
+                    G[t_new[i]] = -1.0
+    finally:
+        free(rows)
+        free(cols)
+        free(coef)
+        free(acc)
+    return G_arr

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sklearn_ext._fast._smo import update_gradient
+from sklearn_ext._fast._smo import seed_gradient, sir_alphas, split_rows
 from sklearn_ext.svm._solver import PairProblem, repair_equality
 from sklearn_ext.utils._threads import blas_limits
 
@@ -58,34 +58,41 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
             np.zeros(idx.shape[0]),
             np.full(idx.shape[0], -1.0),
         )
-    n = store.n_samples
-    pos_prev = np.full(n, -1, dtype=np.intp)
-    pos_prev[previous.idx] = np.arange(previous.idx.shape[0])
-    pos_new = np.full(n, -1, dtype=np.intp)
-    pos_new[idx] = np.arange(idx.shape[0])
-    in_s = pos_prev[idx] >= 0  # over the new rows: shared (S) or added (T)
-    s_rows, t_rows = idx[in_s], idx[~in_s]
-    r_rows = previous.idx[pos_new[previous.idx] < 0]
-
-    alpha_prev_s = previous.alpha[pos_prev[s_rows]]
-    alpha_r = previous.alpha[pos_prev[r_rows]]
-    y_s, y_t, y_r = y[in_s], y[~in_s], previous.y[pos_prev[r_rows]]
-    C_s, C_t = C[in_s], C[~in_s]
+    prev_idx = np.ascontiguousarray(previous.idx, dtype=np.intp)
+    idx = np.ascontiguousarray(idx, dtype=np.intp)
+    s_new, s_prev, t_new, r_prev = split_rows(store.n_samples, prev_idx, idx)
+    s_rows, t_rows, r_rows = idx[s_new], idx[t_new], prev_idx[r_prev]
+    alpha_prev_s = previous.alpha[s_prev]
+    alpha_r = previous.alpha[r_prev]
+    y_s, y_t, y_r = y[s_new], y[t_new], previous.y[r_prev]
+    C_s, C_t = C[s_new], C[t_new]
 
     if seeding == "ato":
         # Small dense solves: BLAS threads cost more than they give here.
         with blas_limits(1):
             alpha_s, alpha_t = _ato(
-                store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t
+                store,
+                previous,
+                s_rows,
+                t_rows,
+                r_rows,
+                y_s,
+                y_t,
+                y_r,
+                C_s,
+                C_t,
+                alpha_prev_s,
+                alpha_r,
+                previous.G[s_prev],
             )
     else:
-        alpha_s = alpha_prev_s.copy()
+        alpha_s = alpha_prev_s
         if seeding == "keep":
             alpha_t = np.zeros(t_rows.shape[0])
         elif seeding == "sir":
             alpha_t = _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng)
         else:  # "mir"
-            f_s = y_s * previous.G[pos_prev[s_rows]]  # the paper's indicators
+            f_s = y_s * previous.G[s_prev]  # the paper's indicators
             with blas_limits(1):
                 alpha_t = _mir(
                     store,
@@ -103,43 +110,27 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
                     previous.rho,
                 )
     alpha = np.empty(idx.shape[0])
-    alpha[in_s] = alpha_s
-    alpha[~in_s] = np.clip(alpha_t, 0.0, C_t)
-    repair_equality(alpha, y, C, prefer=~in_s)
-
-    # Gradient of S: previous gradient plus the columns of every changed point.
-    G = np.empty(idx.shape[0])
-    G_s = np.ascontiguousarray(previous.G[pos_prev[s_rows]])
-    delta_s = alpha[in_s] - alpha_prev_s
-    moved_s = delta_s != 0
-    changed = np.concatenate([s_rows[moved_s], t_rows, r_rows]).astype(np.intp)
-    delta_ya = np.concatenate(
-        [(y_s * delta_s)[moved_s], y_t * alpha[~in_s], -(y_r * alpha_r)]
-    )
-    keep = delta_ya != 0
-    update_gradient(
+    alpha[s_new] = alpha_s
+    alpha[t_new] = np.clip(alpha_t, 0.0, C_t)
+    added = np.zeros(idx.shape[0], dtype=bool)
+    added[t_new] = True
+    repair_equality(alpha, y, C, prefer=added)
+    # Gradient of S: previous gradient plus the columns of every changed
+    # point; of T: from scratch over the support vectors (no GIL, no block).
+    G = seed_gradient(
         store.columns,
-        np.ascontiguousarray(s_rows),
-        np.ascontiguousarray(y_s),
-        G_s,
-        np.ascontiguousarray(changed[keep]),
-        np.ascontiguousarray(delta_ya[keep]),
+        idx,
+        y,
+        alpha,
+        s_new,
+        s_prev,
+        t_new,
+        r_prev,
+        prev_idx,
+        np.ascontiguousarray(previous.y, dtype=np.float64),
+        np.ascontiguousarray(previous.alpha, dtype=np.float64),
+        np.ascontiguousarray(previous.G, dtype=np.float64),
     )
-    G[in_s] = G_s
-    # Gradient of T from scratch, reading the (symmetric) columns of T.
-    sv = alpha > 0
-    if t_rows.shape[0]:
-        # Column by column over the support vectors, no (SV x T) block built.
-        G_t = np.full(t_rows.shape[0], -1.0)
-        update_gradient(
-            store.columns,
-            np.ascontiguousarray(t_rows),
-            np.ascontiguousarray(y_t),
-            G_t,
-            np.ascontiguousarray(idx[sv]),
-            np.ascontiguousarray(y[sv] * alpha[sv]),
-        )
-        G[~in_s] = G_t
     return PairProblem(previous.first, previous.second, idx, y, C, alpha, G)
 
 
@@ -148,31 +139,18 @@ def _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng):
     one after another (largest alpha first), each hand their alpha to the most
     kernel-similar added point of the same label that has not replaced another
     one yet; when none is left, to a random added point not used yet (then to
-    any added point), and the equality is repaired afterwards."""
-    n_t = t_rows.shape[0]
-    alpha_t = np.zeros(n_t)
-    if n_t == 0:
-        return alpha_t
-    leaving = np.flatnonzero(alpha_r > 0)
-    if leaving.shape[0] == 0:
-        return alpha_t
-    leaving = leaving[np.argsort(-alpha_r[leaving], kind="stable")]
-    K_rt = store.block(r_rows[leaving], t_rows)  # rows: the removed SVs
-    same = y_r[leaving][:, None] == y_t[None, :]
-    # Similarity to the added points of the same label; the others never win.
-    score = np.where(same, K_rt, -np.inf)
-    used = np.zeros(n_t, dtype=bool)
-    for j, p in enumerate(leaving):
-        row = score[j]
-        q = int(np.argmax(row))
-        if not np.isfinite(row[q]):
-            free = np.flatnonzero(~used)
-            q = int(rng.choice(free)) if free.shape[0] else int(rng.integers(n_t))
-        alpha_t[q] += alpha_r[p]
-        if not used[q]:
-            used[q] = True
-            score[:, q] = -np.inf
-    return np.minimum(alpha_t, C_t)
+    any added point), and the equality is repaired afterwards. The loop runs in
+    Cython without the GIL (:func:`~sklearn_ext._fast._smo.sir_alphas`)."""
+    return sir_alphas(
+        store.columns,
+        np.ascontiguousarray(t_rows, dtype=np.intp),
+        np.ascontiguousarray(r_rows, dtype=np.intp),
+        np.ascontiguousarray(y_t, dtype=np.float64),
+        np.ascontiguousarray(y_r, dtype=np.float64),
+        np.ascontiguousarray(alpha_r, dtype=np.float64),
+        np.ascontiguousarray(C_t, dtype=np.float64),
+        rng,
+    )
 
 
 def _mir(
@@ -218,7 +196,21 @@ def _least_squares(A, b):
         return np.linalg.lstsq(A, b, rcond=None)[0]
 
 
-def _ato(store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t):
+def _ato(
+    store,
+    previous,
+    s_rows,
+    t_rows,
+    r_rows,
+    y_s,
+    y_t,
+    y_r,
+    C_s,
+    C_t,
+    alpha_prev_s,
+    alpha_prev_r,
+    G_prev_s,
+):
     """Adjusting towards the optimum, bounded to :data:`ATO_MAX_STEPS` steps.
 
     Each step raises ``alpha_T`` towards ``C`` and lowers ``alpha_R`` towards
@@ -228,11 +220,9 @@ def _ato(store, previous, s_rows, t_rows, r_rows, y_s, y_t, y_r, C_s, C_t):
     point crossing the margin (equation 11). After the last step the remaining
     ``alpha_R`` is dropped and the equality repaired; SMO does the rest.
     """
-    pos_prev = np.full(store.n_samples, -1, dtype=np.intp)
-    pos_prev[previous.idx] = np.arange(previous.idx.shape[0])
-    alpha_s = previous.alpha[pos_prev[s_rows]].copy()
-    alpha_r = previous.alpha[pos_prev[r_rows]].copy()
-    f_s = y_s * previous.G[pos_prev[s_rows]]  # the paper's f = y * G
+    alpha_s = alpha_prev_s.copy()
+    alpha_r = alpha_prev_r.copy()
+    f_s = y_s * G_prev_s  # the paper's f = y * G
     alpha_t = np.zeros(t_rows.shape[0])
     if t_rows.shape[0] == 0 and r_rows.shape[0] == 0:
         return alpha_s, alpha_t
