@@ -2,9 +2,9 @@
 
 Part 1: ``alpha_seeded_cv`` with one seeding chain (``n_jobs=1``) against two
 (``n_jobs=2``, with the row threshold of ``MIN_ROWS_FOR_CHAINS`` lifted so two
-chains run on any size) on madelon, a9a and w8a samples of 1,000, 1,500 and
+chains run on any size) on madelon, a9a and w8a samples of 500 to
 2,000 rows, 10-fold; the ratio is the two-chain speed-up. It is what
-``MIN_ROWS_FOR_CHAINS`` (2,000) is set from.
+``MIN_ROWS_FOR_CHAINS`` is set from.
 
 Part 2: the cost of one BLAS thread limit, ``threadpoolctl.threadpool_limits``
 (which looks for the loaded libraries on every call) against the cached
@@ -36,7 +36,7 @@ from sklearn_ext.utils._threads import blas_limits  # noqa: E402
 
 #: name: (C, gamma), the settings of bench_svm_cv.py
 SETS = {"madelon": (1.0, 1.0 / 500), "a9a": (100.0, 0.5), "w8a": (64.0, 7.8125)}
-ROWS = (1000, 1500, 2000)
+ROWS = (500, 750, 1000, 1500, 2000)
 
 
 def chains(repeats: int) -> None:
