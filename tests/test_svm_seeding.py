@@ -4,10 +4,17 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from sklearn_ext._fast._smo import split_rows, update_gradient
+from sklearn_ext._fast._smo import (
+    KernelColumns,
+    is_symmetric,
+    split_rows,
+    update_gradient,
+)
 from sklearn_ext.svm._kernel_store import KernelStore
 from sklearn_ext.svm._seeding import _mir, seed_pair
 from sklearn_ext.svm._solver import PairProblem, repair_equality, solve_pair
+
+_FORM = {np.float64: "dense", np.float32: "dense32"}
 
 
 def _reference_sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng):
@@ -206,3 +213,46 @@ def test_split_rows_matches_position_tables():
         split_rows(n, prev_idx, np.array([0, n], dtype=np.intp))
     with pytest.raises(ValueError, match="must not repeat"):
         split_rows(n, prev_idx, np.array([3, 3], dtype=np.intp))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_symmetric_matrix_read_by_rows_gives_the_column_sums(dtype):
+    """Few rows against many columns read the rows' own rows of a symmetric
+    matrix: the same sums, bit for bit, as reading the columns."""
+    rng = np.random.default_rng(0)
+    n = 200
+    A = rng.normal(size=(n, n))
+    K = np.ascontiguousarray((A + A.T).astype(dtype))
+    by_rows = KernelColumns(n, symmetric=True, n_slots=8, **{_FORM[dtype]: K})
+    by_cols = KernelColumns(n, symmetric=False, n_slots=8, **{_FORM[dtype]: K})
+    assert by_rows.symmetric and not by_cols.symmetric
+    rows = rng.choice(n, 15, replace=False).astype(np.intp)
+    cols = rng.choice(n, 120, replace=False).astype(np.intp)
+    coef = rng.normal(size=120)
+    coef[::7] = 0.0
+    ones = np.ones(15)
+    expected, got = np.full(15, -1.0), np.full(15, -1.0)
+    update_gradient(by_cols, rows, ones, expected, cols, coef)
+    update_gradient(by_rows, rows, ones, got, cols, coef)
+    assert_array_equal(got, expected)
+    # The parts a chain reads keep the property.
+    assert all(part.symmetric for part in by_rows.partition(2))
+
+
+def test_kernel_store_reads_rows_only_of_a_symmetric_matrix():
+    """A precomputed kernel that is not its own transpose is read by columns,
+    as before; the store's own matrices are symmetric."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    for dtype in (np.float64, np.float32):
+        store = KernelStore(X, "rbf", 0.5, 3, 0.0, cache_size=10, dtype=dtype)
+        assert store.columns.symmetric
+    K = store.block(np.arange(60), np.arange(60))
+    assert KernelStore(K, "precomputed", 0, 3, 0.0, cache_size=10).columns.symmetric
+    K[3, 7] += 1e-12
+    assert not KernelStore(K, "precomputed", 0, 3, 0.0, cache_size=10).columns.symmetric
+    assert not is_symmetric(np.zeros((2, 3)))
+    # Bits, not values: -0.0 against 0.0 is a difference.
+    Z = np.zeros((3, 3))
+    Z[0, 2] = -0.0
+    assert not is_symmetric(Z)

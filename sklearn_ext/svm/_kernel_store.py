@@ -17,6 +17,7 @@ from sklearn_ext._fast._smo import (
     KernelColumns,
     finish_kernel_block,
     gather_block,
+    is_symmetric,
 )
 from sklearn_ext.utils._threads import blas_limits, pool_limits
 
@@ -174,6 +175,17 @@ def check_finite_kernel(values) -> None:
             return
     if not np.all(np.isfinite(values)):
         raise ValueError(_NOT_FINITE)
+
+
+def _is_symmetric(K) -> bool:
+    """Whether ``K`` is its own transpose bit for bit, tile rows shared out to
+    :func:`available_threads` threads (the check is bound by memory reads)."""
+    n_threads = min(available_threads(), max(1, K.shape[0] // 512))
+    if n_threads == 1:
+        return bool(is_symmetric(K))
+    with ThreadPoolExecutor(n_threads) as pool:
+        parts = pool.map(lambda t: is_symmetric(K, t, n_threads), range(n_threads))
+        return all(list(parts))
 
 
 def _densify(X):
@@ -367,15 +379,18 @@ class KernelStore:
         n = self.n_samples
         self.is_dense = True
         self.diag = np.ascontiguousarray(np.diag(K), dtype=np.float64)
+        # Checked once (a pass over the matrix, no copy): a symmetric matrix
+        # lets few rows against many support vectors read contiguous rows.
+        symmetric = _is_symmetric(K)
         if K.dtype == np.float64:
-            self.columns = KernelColumns(n, dense=K)
+            self.columns = KernelColumns(n, dense=K, symmetric=symmetric)
             return
         # The float64 copies serve only the solver's two columns per iteration
         # (other reads go to the float32 rows directly), and a copy is cheap
         # to redo: a few hundred megabytes are plenty, and keep the peak low.
         spare = min(max(budget - K.nbytes, 0.0), FLOAT32_COLUMN_CACHE_BYTES)
         n_slots = min(n, max(64, int(spare // (8.0 * max(n, 1)))))
-        self.columns = KernelColumns(n, dense32=K, n_slots=n_slots)
+        self.columns = KernelColumns(n, dense32=K, n_slots=n_slots, symmetric=symmetric)
 
     def partition(self, n_parts: int) -> list[KernelStore]:
         """``n_parts`` views of this store, one per thread that reads it.
