@@ -217,33 +217,39 @@ class _Run:
         train_mask = np.ones(y_enc.shape[0], dtype=bool)
         train_mask[plan.test_indices(fold)] = False
         rows = np.flatnonzero(train_mask).astype(np.intp)
-        present = np.unique(y_enc[rows])
-        if present.shape[0] < n_classes:
-            missing = classes[np.setdiff1d(np.arange(n_classes), present)]
+        labels = y_enc[rows]
+        counts = np.bincount(labels, minlength=n_classes)
+        if not counts.all():
+            missing = classes[counts == 0]
             raise ValueError(
                 f"The training part of fold {fold} has no sample of class(es) "
                 f"{missing.tolist()}; alpha-seeded CV needs every class in every "
                 "training part (SVC would fit a model with fewer classes). Use a "
                 "stratified cv or fewer folds."
             )
-        c_by_class = model._class_C_for(classes, y_enc[rows])
+        c_by_class = model._class_C_for(classes, labels)
         problems = []
         seeds = []
         for p, (a, b) in enumerate(_pairs(n_classes)):
-            idx, y_pm = pair_rows(y_enc, rows, a, b)
+            if n_classes == 2:
+                # Every training row, as pair_rows would give them.
+                idx, y_pm = rows, np.where(labels == a, 1.0, -1.0)
+            else:
+                idx, y_pm = pair_rows(y_enc, rows, a, b)
             C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
             # A solution of this very fold at a nearby C beats the previous
             # fold's at this C: same rows, and possibly an exact skip.
             found = keys.lookup(rows, a, b, idx.shape[0])
-            problem = PairProblem(
-                a,
-                b,
-                idx,
-                y_pm,
-                C,
-                np.zeros(idx.shape[0]),
-                np.full(idx.shape[0], -1.0),
-            )
+            if found is not None or previous is None:
+                problem = PairProblem(
+                    a,
+                    b,
+                    idx,
+                    y_pm,
+                    C,
+                    np.zeros(idx.shape[0]),
+                    np.full(idx.shape[0], -1.0),
+                )
             if found is not None:
                 keys.seed(store, problem, found)
             if previous is not None and (found is None or not found[1]):
