@@ -1133,8 +1133,10 @@ def sir_alphas(
     alpha_t : ndarray of float64
     """
     cdef Py_ssize_t n_t = t_rows.shape[0], n_r = r_rows.shape[0]
-    cdef Py_ssize_t n_l = 0, j, q, best_q, p
+    cdef Py_ssize_t n_l = 0, j, q, best_q, p, sj, sq
     cdef double best, v, label
+    cdef const double* col
+    cdef const float* row32
     alpha_t_arr = np.zeros(n_t)
     cdef double[::1] alpha_t = alpha_t_arr
     if n_t == 0 or n_r == 0:
@@ -1162,8 +1164,22 @@ def sir_alphas(
             qsort(leaving, n_l, sizeof(_Leaving), _larger_alpha_first)
             for j in range(n_l):
                 rows[j] = r_rows[leaving[j].pos]
-            # K[j + q n_l] = K(r_j, t_q), read as gather_block reads it.
-            _gather(store, rows, n_l, &t_rows[0], n_t, K)
+            # K[j sj + q sq] = K(r_j, t_q): from the removed points' own rows
+            # of a symmetric matrix (contiguous), else as gather_block reads it.
+            if store.symmetric:
+                sj, sq = n_t, 1
+                for j in range(n_l):
+                    if store.is_dense:
+                        col = &store.dense[rows[j], 0]
+                        for q in range(n_t):
+                            K[j * n_t + q] = col[t_rows[q]]
+                    else:
+                        row32 = &store.dense32[rows[j], 0]
+                        for q in range(n_t):
+                            K[j * n_t + q] = row32[t_rows[q]]
+            else:
+                sj, sq = 1, n_l
+                _gather(store, rows, n_l, &t_rows[0], n_t, K)
             for j in range(n_l):
                 p = leaving[j].pos
                 label = y_r[p]
@@ -1171,7 +1187,7 @@ def sir_alphas(
                 best = 0.0
                 for q in range(n_t):
                     if not used[q] and y_t[q] == label:
-                        v = K[j + q * n_l]
+                        v = K[j * sj + q * sq]
                         if best_q < 0 or v > best:
                             best = v
                             best_q = q
