@@ -116,16 +116,12 @@ ctypedef fused matrix_t:
     double
 
 
-def is_symmetric(
-    const matrix_t[:, ::1] K, Py_ssize_t first=0, Py_ssize_t step=1
-):
+def is_symmetric(const matrix_t[:, ::1] K):
     """Whether the square matrix ``K`` equals its transpose bit for bit.
 
     Compared tile by tile (both tiles stay in cache), without the GIL,
     stopping at the first difference. A kernel store whose matrix is
-    symmetric may read ``K[i, j]`` as ``K[j, i]``: the same number. With
-    ``first`` and ``step``, only the tile rows ``first, first + step, ...``
-    above the diagonal are compared (threads share the check that way).
+    symmetric may read ``K[i, j]`` as ``K[j, i]``: the same number.
 
     Examples
     --------
@@ -140,7 +136,7 @@ def is_symmetric(
     if K.shape[1] != n:
         return False
     with nogil:
-        i0 = first * tile
+        i0 = 0
         while i0 < n and diff == 0:
             j0 = i0
             while j0 < n and diff == 0:
@@ -158,7 +154,7 @@ def is_symmetric(
                                 ^ (<const unsigned int*>&K[j, i])[0]
                             )
                 j0 += tile
-            i0 += step * tile
+            i0 += tile
     return diff == 0
 
 
