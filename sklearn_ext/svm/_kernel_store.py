@@ -369,7 +369,7 @@ class KernelStore:
         self.is_dense = True
         self.diag = np.ascontiguousarray(np.diag(K), dtype=np.float64)
         # Checked once (one pass over the matrix, no copy; 4 ms at 2,000 rows,
-        # 70 ms at 8,000): few rows against many support vectors then read
+        # 70-80 ms at 8,000): few rows against many support vectors then read
         # contiguous rows (see KernelColumns.kernel_products).
         symmetric = bool(is_symmetric(K))
         if K.dtype == np.float64:
