@@ -41,7 +41,7 @@ __all__ = [
 
 #: Below this many rows a run uses one seeding chain: threads cost more than
 #: they give on folds solved in milliseconds (benchmarks/bench_svm_chains.py:
-#: two chains 0.80-0.91x of one at 1,000 rows, 1.10-1.23x at 1,500).
+#: two chains 0.95-1.09x of one at 1,000 rows, 1.30-1.63x at 1,500).
 MIN_ROWS_FOR_CHAINS = 1500
 
 #: SVC parameters that AlphaSeededSVC takes over as they are.
@@ -231,11 +231,7 @@ class _Run:
         problems = []
         seeds = []
         for p, (a, b) in enumerate(_pairs(n_classes)):
-            if n_classes == 2:
-                # Every training row, as pair_rows would give them.
-                idx, y_pm = rows, np.where(labels == a, 1.0, -1.0)
-            else:
-                idx, y_pm = pair_rows(y_enc, rows, a, b)
+            idx, y_pm = pair_rows(y_enc, rows, a, b)
             C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
             # A solution of this very fold at a nearby C beats the previous
             # fold's at this C: same rows, and possibly an exact skip.

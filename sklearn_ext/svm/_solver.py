@@ -38,11 +38,17 @@ class PairProblem:
 
 
 def pair_rows(y_enc: np.ndarray, rows: np.ndarray, first: int, second: int):
-    """Rows of ``rows`` whose class is ``first`` or ``second`` and their +-1 labels."""
+    """Rows of ``rows`` whose class is ``first`` or ``second`` and their +-1 labels.
+
+    With two classes every row is in the pair: ``rows`` itself comes back,
+    without a masked copy.
+    """
     labels = y_enc[rows]
     mask = (labels == first) | (labels == second)
-    idx = np.ascontiguousarray(rows[mask], dtype=np.intp)
-    y = np.where(labels[mask] == first, 1.0, -1.0)
+    if not mask.all():
+        rows, labels = rows[mask], labels[mask]
+    idx = np.ascontiguousarray(rows, dtype=np.intp)
+    y = np.where(labels == first, 1.0, -1.0)
     return idx, y
 
 
