@@ -72,7 +72,6 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
         with blas_limits(1):
             alpha_s, alpha_t = _ato(
                 store,
-                previous,
                 s_rows,
                 t_rows,
                 r_rows,
@@ -83,7 +82,8 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
                 C_t,
                 alpha_prev_s,
                 alpha_r,
-                previous.G[s_prev],
+                y_s * previous.G[s_prev],  # the paper's indicators f = y * G
+                previous.rho,
             )
     else:
         alpha_s = alpha_prev_s
@@ -198,7 +198,6 @@ def _least_squares(A, b):
 
 def _ato(
     store,
-    previous,
     s_rows,
     t_rows,
     r_rows,
@@ -209,7 +208,8 @@ def _ato(
     C_t,
     alpha_prev_s,
     alpha_prev_r,
-    G_prev_s,
+    f_s,
+    b,
 ):
     """Adjusting towards the optimum, bounded to :data:`ATO_MAX_STEPS` steps.
 
@@ -222,13 +222,11 @@ def _ato(
     """
     alpha_s = alpha_prev_s.copy()
     alpha_r = alpha_prev_r.copy()
-    f_s = y_s * G_prev_s  # the paper's f = y * G
     alpha_t = np.zeros(t_rows.shape[0])
     if t_rows.shape[0] == 0 and r_rows.shape[0] == 0:
         return alpha_s, alpha_t
     K_st = store.block(s_rows, t_rows)
     K_sr = store.block(s_rows, r_rows)
-    b = previous.rho
     for _ in range(ATO_MAX_STEPS):
         if not np.any(alpha_r > 0):
             break
