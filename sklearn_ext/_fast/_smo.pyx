@@ -111,12 +111,7 @@ def finish_kernel_block(
     return bool(isfinite(total))
 
 
-ctypedef fused matrix_t:
-    float
-    double
-
-
-def is_symmetric(const matrix_t[:, ::1] K):
+def is_symmetric(const out_t[:, ::1] K):
     """Whether the square matrix ``K`` equals its transpose bit for bit.
 
     Compared tile by tile (both tiles stay in cache), without the GIL,
@@ -143,7 +138,7 @@ def is_symmetric(const matrix_t[:, ::1] K):
                 for i in range(i0, min(i0 + tile, n)):
                     for j in range(max(j0, i + 1), min(j0 + tile, n)):
                         # The bits, not the values: -0.0 is not 0.0 here.
-                        if matrix_t is double:
+                        if out_t is double:
                             diff |= (
                                 (<const unsigned long long*>&K[i, j])[0]
                                 ^ (<const unsigned long long*>&K[j, i])[0]
@@ -942,9 +937,27 @@ cdef int _gather(
     Py_ssize_t n_cols,
     double* out,
 ) except -1 nogil:
-    """Fortran-ordered ``K[rows][:, cols]`` into ``out`` (see :func:`gather_block`)."""
+    """Fortran-ordered ``K[rows][:, cols]`` into ``out`` (see :func:`gather_block`).
+
+    A held matrix known to be ``symmetric`` is read along the rows' own
+    (contiguous) rows when there are fewer rows than columns, as
+    :meth:`KernelColumns.kernel_products` reads it: the same values.
+    """
     cdef const double* col
-    cdef Py_ssize_t k, r
+    cdef Py_ssize_t k, r, r0, r1, g
+    if store.symmetric and n_rows < n_cols:
+        # Eight rows at a time: eight sequential reads per column, and the
+        # eight values written side by side in ``out``'s column.
+        for r0 in range(0, n_rows, 8):
+            r1 = min(r0 + 8, n_rows)
+            for k in range(n_cols):
+                g = cols[k]
+                for r in range(r0, r1):
+                    if store.is_dense:
+                        out[r + k * n_rows] = store.dense[rows[r], g]
+                    else:
+                        out[r + k * n_rows] = store.dense32[rows[r], g]
+        return 0
     if store.has_data and not store.is_dense:
         store._native_block(rows, n_rows, cols, n_cols, NULL, out)
         return 0
@@ -1129,10 +1142,8 @@ def sir_alphas(
     alpha_t : ndarray of float64
     """
     cdef Py_ssize_t n_t = t_rows.shape[0], n_r = r_rows.shape[0]
-    cdef Py_ssize_t n_l = 0, j, q, best_q, p, sj, sq
+    cdef Py_ssize_t n_l = 0, j, q, best_q, p
     cdef double best, v, label
-    cdef const double* col
-    cdef const float* row32
     alpha_t_arr = np.zeros(n_t)
     cdef double[::1] alpha_t = alpha_t_arr
     if n_t == 0 or n_r == 0:
@@ -1160,22 +1171,8 @@ def sir_alphas(
             qsort(leaving, n_l, sizeof(_Leaving), _larger_alpha_first)
             for j in range(n_l):
                 rows[j] = r_rows[leaving[j].pos]
-            # K[j sj + q sq] = K(r_j, t_q): from the removed points' own rows
-            # of a symmetric matrix (contiguous), else as gather_block reads it.
-            if store.symmetric:
-                sj, sq = n_t, 1
-                for j in range(n_l):
-                    if store.is_dense:
-                        col = &store.dense[rows[j], 0]
-                        for q in range(n_t):
-                            K[j * n_t + q] = col[t_rows[q]]
-                    else:
-                        row32 = &store.dense32[rows[j], 0]
-                        for q in range(n_t):
-                            K[j * n_t + q] = row32[t_rows[q]]
-            else:
-                sj, sq = 1, n_l
-                _gather(store, rows, n_l, &t_rows[0], n_t, K)
+            # K[j + q n_l] = K(r_j, t_q), Fortran-ordered as gather_block.
+            _gather(store, rows, n_l, &t_rows[0], n_t, K)
             for j in range(n_l):
                 p = leaving[j].pos
                 label = y_r[p]
@@ -1183,7 +1180,7 @@ def sir_alphas(
                 best = 0.0
                 for q in range(n_t):
                     if not used[q] and y_t[q] == label:
-                        v = K[j * sj + q * sq]
+                        v = K[j + q * n_l]
                         if best_q < 0 or v > best:
                             best = v
                             best_q = q
