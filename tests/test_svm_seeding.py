@@ -6,6 +6,7 @@ from numpy.testing import assert_array_equal
 
 from sklearn_ext._fast._smo import (
     KernelColumns,
+    gather_block,
     is_symmetric,
     split_rows,
     update_gradient,
@@ -237,6 +238,9 @@ def test_symmetric_matrix_read_by_rows_gives_the_column_sums(dtype):
     assert_array_equal(got, expected)
     # The parts a chain reads keep the property.
     assert all(part.symmetric for part in by_rows.partition(2))
+    # Gathers read the rows too (15 rows: one full tile of eight and a part).
+    assert_array_equal(gather_block(by_rows, rows, cols), K[rows][:, cols])
+    assert_array_equal(gather_block(by_cols, rows, cols), K[rows][:, cols])
 
 
 def test_kernel_store_reads_rows_only_of_a_symmetric_matrix():
