@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sklearn_ext._fast._smo import gradient_from_alpha, update_gradient
+from sklearn_ext._fast._smo import gradient_from_alpha, split_rows, update_gradient
 from sklearn_ext.svm._seeding import seed_pair
 from sklearn_ext.svm._solver import PairProblem, repair_equality
 from sklearn_ext.utils._data_scope import scoped_memo
@@ -809,11 +809,14 @@ def seed_from_fold(kernel_store, solution: StoredSolution, problem: PairProblem)
         )
     ):
         return False
-    where = np.full(kernel_store.n_samples, -1, dtype=np.intp)
-    where[problem.idx] = np.arange(problem.idx.shape[0])
-    at = where[rows]
-    if np.any(at < 0):
+    rows = np.ascontiguousarray(rows, dtype=np.intp)
+    s_new, s_prev, _, removed = split_rows(
+        kernel_store.n_samples, rows, np.ascontiguousarray(problem.idx, dtype=np.intp)
+    )
+    if removed.shape[0]:
         return False
+    at = np.empty(rows.shape[0], dtype=np.intp)
+    at[s_prev] = s_new  # where each fold row sits in problem.idx
     y, C = problem.y[at], problem.C[at]
     alpha = np.array(solution.alpha)
     if solution.trusted:
