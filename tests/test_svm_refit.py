@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import optuna
@@ -373,3 +374,36 @@ def test_refit_estimator_refuses_a_store_that_is_not_one(svm_binary):
     )
     with pytest.raises(ValueError, match="'warm_start_store' parameter.*Got 'oops'"):
         refit_estimator(study, AlphaSeededSVC(), X, y, warm_start_store="oops")
+
+
+def test_seed_from_fold_needs_a_subset_of_the_rows(svm_binary):
+    # A fold's rows seed a problem only when they are all among its rows;
+    # otherwise the problem is left as it was (cold), never a wrong start.
+    from sklearn_ext.svm import KernelStore
+    from sklearn_ext.svm._solver import solve_pair
+    from sklearn_ext.svm._warm_start import seed_from_fold
+
+    X, y = svm_binary
+    store = KernelStore(X, "rbf", 0.2, 3, 0.0, cache_size=10)
+    y_pm = np.where(y == 1, 1.0, -1.0)
+
+    def problem(idx):
+        n = idx.shape[0]
+        return PairProblem(
+            0, 1, idx, y_pm[idx], np.ones(n), np.zeros(n), np.full(n, -1.0)
+        )
+
+    fold_rows = np.arange(0, 250, dtype=np.intp)
+    fold = solve_pair(store, problem(fold_rows), tol=1e-3, max_iter=-1, shrinking=True)
+    solution = StoredSolution.from_problem(1.0, fold)
+    solution = replace(solution, rows=fold_rows)
+    full = problem(np.arange(300, dtype=np.intp))
+    assert seed_from_fold(store, solution, full)
+    assert_array_equal(full.alpha[:250], fold.alpha)
+    assert not full.alpha[250:].any()
+    # Rows the problem lacks: 250..299, or only row 250.
+    for rows in (np.arange(50, 300, dtype=np.intp), np.arange(1, 251, dtype=np.intp)):
+        other = problem(fold_rows)
+        before = other.alpha.copy()
+        assert not seed_from_fold(store, replace(solution, rows=rows), other)
+        assert_array_equal(other.alpha, before)
