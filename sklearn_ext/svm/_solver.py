@@ -98,7 +98,7 @@ def solve_pair(
             store.columns, problem.idx, problem.y, problem.alpha
         )
     diag = np.ascontiguousarray(store.diag[problem.idx])
-    n_iter, rho, converged = smo_solve(
+    n_iter, rho, converged, _ = smo_solve(
         store.columns,
         problem.idx,
         problem.y,
