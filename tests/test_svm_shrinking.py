@@ -111,8 +111,7 @@ def test_a_swapped_fold_is_shrunk_before_a_thousand_iterations():
     K, y = _problem(0, 1500, 0.5)
     n = len(y)
     rows = np.arange(n, dtype=np.intp)
-    A = rows[:30]
-    first = rows[30:]
+    first = rows[30:]  # every row but A = rows[:30]
     alpha_h, *_ = _solve(K, y, 1.0, np.zeros(len(first)), tol=1e-3, idx=first)
     B = first[alpha_h == 0][:30]
     second = np.setdiff1d(rows, B)
