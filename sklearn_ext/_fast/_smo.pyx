@@ -29,7 +29,8 @@ cdef double TAU = 1e-12
 #: Shrinkings whose alphas smo_solve keeps, so that a shrunk variable's
 #: gradient is brought up to date from the alphas changed since (see
 #: _reconstruct); one shrunk later is recomputed from the support vectors.
-cdef Py_ssize_t MAX_EPOCHS = 8
+cdef enum:
+    MAX_EPOCHS = 8
 #: smo_solve applies LIBSVM's shrinking rule again once the gap (maximal
 #: violation) has fallen to this share of the gap at the last shrinking.
 #: Measured (docs/svm.md): madelon's 100-fold CV, fit time 0.71 -> 0.61 s
@@ -566,6 +567,7 @@ cdef int _reconstruct(
     """
     cdef Py_ssize_t l = idx.shape[0]
     cdef Py_ssize_t t, e, n_in, n_ch, n_sv = 0
+    cdef bint full[MAX_EPOCHS]
     cdef const double* snap
     cdef Py_ssize_t* rows = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
     cdef Py_ssize_t* where = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
@@ -584,7 +586,10 @@ cdef int _reconstruct(
         for t in range(l):
             if alpha[t] > 0.0:
                 n_sv += 1
-        for e in range(n_epochs + 1):
+        # Each epoch kept: by the changes since, if fewer than the support
+        # vectors; otherwise marked for the recomputation below.
+        for e in range(n_epochs):
+            full[e] = True
             n_in = 0
             for t in range(l):
                 if not is_active[t] and shrunk_at[t] == e:
@@ -594,33 +599,38 @@ cdef int _reconstruct(
                     n_in += 1
             if n_in == 0:
                 continue
-            n_ch = n_sv + 1
-            if e < n_epochs:
-                snap = &snaps[e, 0]
-                n_ch = 0
-                for t in range(l):
-                    if alpha[t] != snap[t]:
-                        n_ch += 1
-            if n_ch <= n_sv:
-                n_ch = 0
-                for t in range(l):
-                    if alpha[t] != snap[t]:
-                        cols[n_ch] = idx[t]
-                        coef[n_ch] = y[t] * (alpha[t] - snap[t])
-                        n_ch += 1
-                store.kernel_products(rows, n_in, cols, coef, n_ch, acc)
-                for t in range(n_in):
-                    G[where[t]] += y[where[t]] * acc[t]
-            else:
-                n_ch = 0
-                for t in range(l):
-                    if alpha[t] > 0.0:
-                        cols[n_ch] = idx[t]
-                        coef[n_ch] = y[t] * alpha[t]
-                        n_ch += 1
-                store.kernel_products(rows, n_in, cols, coef, n_ch, acc)
-                for t in range(n_in):
-                    G[where[t]] = -1.0 + y[where[t]] * acc[t]
+            snap = &snaps[e, 0]
+            n_ch = 0
+            for t in range(l):
+                if alpha[t] != snap[t]:
+                    cols[n_ch] = idx[t]
+                    coef[n_ch] = y[t] * (alpha[t] - snap[t])
+                    n_ch += 1
+            if n_ch > n_sv:
+                continue
+            full[e] = False
+            store.kernel_products(rows, n_in, cols, coef, n_ch, acc)
+            for t in range(n_in):
+                G[where[t]] += y[where[t]] * acc[t]
+        # The rest (and those shrunk after the last snapshot) in one pass
+        # over the support vectors, as LIBSVM does.
+        n_in = 0
+        for t in range(l):
+            if not is_active[t] and (shrunk_at[t] >= n_epochs or full[shrunk_at[t]]):
+                rows[n_in] = idx[t]
+                where[n_in] = t
+                acc[n_in] = 0.0
+                n_in += 1
+        if n_in:
+            n_ch = 0
+            for t in range(l):
+                if alpha[t] > 0.0:
+                    cols[n_ch] = idx[t]
+                    coef[n_ch] = y[t] * alpha[t]
+                    n_ch += 1
+            store.kernel_products(rows, n_in, cols, coef, n_ch, acc)
+            for t in range(n_in):
+                G[where[t]] = -1.0 + y[where[t]] * acc[t]
     finally:
         free(rows)
         free(where)
@@ -696,9 +706,10 @@ def smo_solve(
     cdef Py_ssize_t[::1] shrunk_at = np.zeros(l, dtype=np.intp)
     cdef Py_ssize_t n_epochs = 0, n_new, n_shrunk = 0
     cdef double[:, ::1] snaps = np.empty((MAX_EPOCHS if shrinking else 0, l))
-    # Gap at the last shrinking: LIBSVM's rule is applied again once the gap
-    # has fallen to GAP_SHRINK of it, not only every min(l, 1000) iterations.
-    cdef double event_gap = INFINITY
+    # LIBSVM's rule is applied again once the gap has fallen below this
+    # (GAP_SHRINK of the gap at the last shrinking), not only every
+    # min(l, 1000) iterations; never without shrinking.
+    cdef double shrink_below = -INFINITY
     cdef bint converged = False
     cdef Py_ssize_t i, j, t, k, p
     cdef double Gmax, Gmax2, obj_min, grad_diff, quad, obj, yt, gt
@@ -735,7 +746,7 @@ def smo_solve(
                             Gm2 = -gt
                         if not _is_lower(alpha[t]) and gt > Gm1:
                             Gm1 = gt
-                event_gap = Gm1 + Gm2
+                shrink_below = GAP_SHRINK * (Gm1 + Gm2)
                 if not unshrunk and Gm1 + Gm2 <= tol * 10:
                     unshrunk = True
                     _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
@@ -829,9 +840,6 @@ def smo_solve(
                                 if obj <= obj_min:
                                     obj_min = obj
                                     j = t
-            if shrinking and i >= 0 and j >= 0 and Gmax + Gmax2 < GAP_SHRINK * event_gap:
-                # Shrink again after this iteration (see event_gap).
-                counter = 1
             if i < 0 or j < 0 or Gmax + Gmax2 < tol:
                 if active_size < l:
                     # Optimal on the active set: check the whole problem.
@@ -847,6 +855,9 @@ def smo_solve(
                 converged = True
                 break
 
+            if Gmax + Gmax2 < shrink_below:
+                # Shrink again after this iteration (see shrink_below).
+                counter = 1
             n_iter += 1
             # -- two-variable analytic update (LIBSVM's Solver::Solve) --
             col_j = store.column(idx[j])
