@@ -560,10 +560,10 @@ cdef int _reconstruct(
     A variable shrunk at epoch ``e < n_epochs`` has the gradient of the
     alphas of ``snaps[e]`` (those of that shrinking), so it moves by the
     kernel columns of the variables whose alpha changed since:
-    ``y_t sum_j y_j (alpha_j - snap_j) K_tj``. When more alphas changed than
-    there are support vectors (and for ``shrunk_at == n_epochs``: no
-    snapshot kept), it is recomputed from the support vectors instead, as
-    LIBSVM does. The cheaper of the two is read for each epoch's group.
+    ``y_t sum_j y_j (alpha_j - snap_j) K_tj``. Where more alphas changed than
+    there are support vectors, and for ``shrunk_at >= n_epochs`` (shrunk
+    after the last snapshot kept), it is recomputed from the support vectors
+    instead, as LIBSVM does, all such variables in one pass.
     """
     cdef Py_ssize_t l = idx.shape[0]
     cdef Py_ssize_t t, e, n_in, n_ch, n_sv = 0
