@@ -1,7 +1,7 @@
 """Shrinking in the SMO solver: when it shrinks, and that the result stays exact.
 
-``smo_solve`` applies LIBSVM's shrinking rule before the first iteration,
-every ``min(l, 1000)`` iterations and whenever the gap has fallen tenfold since
+``smo_solve`` applies LIBSVM's shrinking rule every ``min(l, 1000)``
+iterations and whenever the gap has fallen tenfold since the first iteration or
 the last shrinking; a shrunk variable's gradient is brought up to date from
 the alphas changed since its shrinking (or recomputed from the support
 vectors when that is cheaper, or when more shrinkings came than snapshots are

@@ -674,9 +674,9 @@ def smo_solve(
     max_iter : int
         Iteration cap, ``-1`` for none.
     shrinking : bool
-        Whether to shrink bounded variables with LIBSVM's rule: before the
-        first iteration, every ``min(l, 1000)`` iterations as LIBSVM does,
-        and whenever the gap has fallen to ``GAP_SHRINK`` of the gap at the
+        Whether to shrink bounded variables with LIBSVM's rule: every
+        ``min(l, 1000)`` iterations as LIBSVM does, and whenever the gap has
+        fallen to ``GAP_SHRINK`` of the gap at the first iteration or at the
         last shrinking (a warm start that needs a few hundred iterations
         gets shrunk at all). A shrunk variable's gradient is brought up to
         date from the alphas changed since its shrinking; the result is
@@ -696,9 +696,7 @@ def smo_solve(
     cdef char[::1] is_active = np.ones(l, dtype=np.int8)
     cdef Py_ssize_t active_size = l
     cdef long long n_iter = 0
-    # Shrinking is first tried before the first iteration (see below), then
-    # every min(l, 1000) iterations as in LIBSVM.
-    cdef Py_ssize_t counter = 1
+    cdef Py_ssize_t counter = min(l, 1000) + 1
     cdef bint unshrunk = False
     # Epoch of each shrunk variable and the alphas at each epoch's shrinking,
     # for _reconstruct; a variable shrunk once MAX_EPOCHS snapshots are kept
@@ -706,10 +704,10 @@ def smo_solve(
     cdef Py_ssize_t[::1] shrunk_at = np.zeros(l, dtype=np.intp)
     cdef Py_ssize_t n_epochs = 0, n_new, n_shrunk = 0
     cdef double[:, ::1] snaps = np.empty((MAX_EPOCHS if shrinking else 0, l))
-    # LIBSVM's rule is applied again once the gap has fallen below this
-    # (GAP_SHRINK of the gap at the last shrinking), not only every
-    # min(l, 1000) iterations; never without shrinking.
-    cdef double shrink_below = -INFINITY
+    # Besides every min(l, 1000) iterations (LIBSVM's schedule), LIBSVM's rule
+    # is applied once the gap has fallen below this: GAP_SHRINK of the gap at
+    # the first iteration, then at the last shrinking.
+    cdef double shrink_below = INFINITY if shrinking else -INFINITY
     cdef bint converged = False
     cdef Py_ssize_t i, j, t, k, p
     cdef double Gmax, Gmax2, obj_min, grad_diff, quad, obj, yt, gt
@@ -856,8 +854,11 @@ def smo_solve(
                 break
 
             if Gmax + Gmax2 < shrink_below:
-                # Shrink again after this iteration (see shrink_below).
-                counter = 1
+                if n_iter == 0:
+                    shrink_below = GAP_SHRINK * (Gmax + Gmax2)
+                else:
+                    # Shrink after this iteration (see shrink_below).
+                    counter = 1
             n_iter += 1
             # -- two-variable analytic update (LIBSVM's Solver::Solve) --
             col_j = store.column(idx[j])
