@@ -210,10 +210,17 @@ def test_split_rows_matches_position_tables():
     assert_array_equal(prev_idx[s_prev], idx[s_new])
     assert_array_equal(t_new, np.flatnonzero(~in_prev))
     assert_array_equal(r_prev, np.flatnonzero(~np.isin(prev_idx, idx)))
-    with pytest.raises(ValueError, match="must lie in"):
+    # Errors name the argument and the row.
+    with pytest.raises(
+        ValueError, match=r"^idx must hold rows in \[0, 50\); got row 50"
+    ):
         split_rows(n, prev_idx, np.array([0, n], dtype=np.intp))
-    with pytest.raises(ValueError, match="must not repeat"):
+    with pytest.raises(ValueError, match="^prev_idx must hold rows .* got row -1"):
+        split_rows(n, np.array([-1, 2], dtype=np.intp), idx)
+    with pytest.raises(ValueError, match="^idx must not repeat a row; got row 3 twice"):
         split_rows(n, prev_idx, np.array([3, 3], dtype=np.intp))
+    with pytest.raises(ValueError, match="^prev_idx must not repeat a row; got row 7"):
+        split_rows(n, np.array([7, 1, 7], dtype=np.intp), idx)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

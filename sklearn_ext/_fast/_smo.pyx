@@ -1114,7 +1114,9 @@ def split_rows(
     """
     cdef Py_ssize_t l_prev = prev_idx.shape[0], l = idx.shape[0]
     cdef Py_ssize_t i, p, g, n_s = 0, n_t = 0, n_r = 0
-    cdef bint in_range = True, repeated = False
+    # First offending row: which argument (0: none, 1: prev_idx, 2: idx), value.
+    cdef int bad_range = 0, bad_repeat = 0
+    cdef Py_ssize_t range_row = 0, repeat_row = 0
     s_new_arr = np.empty(l, dtype=np.intp)
     s_prev_arr = np.empty(l, dtype=np.intp)
     t_new_arr = np.empty(l, dtype=np.intp)
@@ -1128,16 +1130,22 @@ def split_rows(
         with nogil:
             for i in range(l_prev):
                 if not 0 <= prev_idx[i] < n:
-                    in_range = False
-            for i in range(l):
-                if not 0 <= idx[i] < n:
-                    in_range = False
-            if in_range:
+                    bad_range = 1
+                    range_row = prev_idx[i]
+                    break
+            if not bad_range:
+                for i in range(l):
+                    if not 0 <= idx[i] < n:
+                        bad_range = 2
+                        range_row = idx[i]
+                        break
+            if not bad_range:
                 for g in range(n):
                     where[g] = -1
                 for i in range(l_prev):
-                    if where[prev_idx[i]] >= 0:
-                        repeated = True
+                    if where[prev_idx[i]] >= 0 and not bad_repeat:
+                        bad_repeat = 1
+                        repeat_row = prev_idx[i]
                     where[prev_idx[i]] = i
                 for i in range(l):
                     p = where[idx[i]]
@@ -1150,18 +1158,24 @@ def split_rows(
                         t_new[n_t] = i
                         n_t += 1
                         where[idx[i]] = -3  # added
-                    else:
-                        repeated = True
+                    elif not bad_repeat:
+                        bad_repeat = 2
+                        repeat_row = idx[i]
                 for i in range(l_prev):
                     if where[prev_idx[i]] >= 0:
                         r_prev[n_r] = i
                         n_r += 1
     finally:
         free(where)
-    if not in_range:
-        raise ValueError(f"Row indices must lie in [0, {n}).")
-    if repeated:
-        raise ValueError("Row indices must not repeat within a problem.")
+    names = (None, "prev_idx", "idx")
+    if bad_range:
+        raise ValueError(
+            f"{names[bad_range]} must hold rows in [0, {n}); got row {range_row}."
+        )
+    if bad_repeat:
+        raise ValueError(
+            f"{names[bad_repeat]} must not repeat a row; got row {repeat_row} twice."
+        )
     return s_new_arr[:n_s], s_prev_arr[:n_s], t_new_arr[:n_t], r_prev_arr[:n_r]
 
 
