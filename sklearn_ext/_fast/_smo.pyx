@@ -546,6 +546,23 @@ cdef inline bint _is_lower(double a) noexcept nogil:
     return a <= 0.0
 
 
+cdef Py_ssize_t _support_columns(
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    const double[::1] alpha,
+    Py_ssize_t* cols,
+    double* coef,
+) noexcept nogil:
+    """Global columns of the support vectors and their ``y alpha``; their number."""
+    cdef Py_ssize_t t, m = 0
+    for t in range(idx.shape[0]):
+        if alpha[t] > 0.0:
+            cols[m] = idx[t]
+            coef[m] = y[t] * alpha[t]
+            m += 1
+    return m
+
+
 cdef int _reconstruct(
     KernelColumns store,
     const Py_ssize_t[::1] idx,
@@ -624,12 +641,7 @@ cdef int _reconstruct(
                 acc[n_in] = 0.0
                 n_in += 1
         if n_in:
-            n_ch = 0
-            for t in range(l):
-                if alpha[t] > 0.0:
-                    cols[n_ch] = idx[t]
-                    coef[n_ch] = y[t] * alpha[t]
-                    n_ch += 1
+            n_ch = _support_columns(idx, y, alpha, cols, coef)
             store.kernel_products(rows, n_in, cols, coef, n_ch, acc)
             for t in range(n_in):
                 G[where[t]] = -1.0 + y[where[t]] * acc[t]
@@ -1374,12 +1386,7 @@ def seed_gradient(
                 for i in range(n_s):
                     G[s_new[i]] = prev_G[s_prev[i]]
             # Added rows: from scratch, over the support vectors' columns.
-            m = 0
-            for t in range(l):
-                if alpha[t] > 0.0:
-                    cols[m] = idx[t]
-                    coef[m] = y[t] * alpha[t]
-                    m += 1
+            m = _support_columns(idx, y, alpha, cols, coef)
             for i in range(n_t):
                 rows[i] = idx[t_new[i]]
                 acc[i] = 0.0
