@@ -121,9 +121,10 @@ def test_every_seeding_reaches_the_cold_objective(binary_data, seeding, C):
         assert warm["n_iter"].sum() < 0.95 * cold["n_iter"].sum()
     else:
         # At C=100 on 200 rows a fold's optimum is far from its neighbour's:
-        # seeding saves under 3 % (0.4 % for keep), less than the spread
-        # between SMO paths (shrinking alone moves the sum by 2 %); it must
-        # not cost more than that either.
+        # seeding saved under 3 % (0.4 % for keep), less than the spread
+        # between SMO paths: summing the shrunk gradients in another order
+        # (same values to rounding) moved ATO's sum by 2.4 %. Seeding must not
+        # cost more than that spread.
         assert warm["n_iter"].sum() < 1.05 * cold["n_iter"].sum()
 
 
