@@ -706,7 +706,20 @@ def smo_solve(
         The most variables shrunk at once.
     """
     cdef Py_ssize_t l = idx.shape[0]
-    cdef Py_ssize_t[::1] active = np.arange(l, dtype=np.intp)
+    # The active variables sit contiguous and in increasing order: position p
+    # holds variable act[p], with its y, alpha, G, C, global index and
+    # diagonal in ya, aa, Ga, Ca, ia and da, so that the selection and update
+    # loops read their arrays in sequence (LIBSVM swaps its variables for
+    # the same reason; keeping the order keeps the iterates of an index
+    # list, tie-breaks included). ``alpha`` and ``G`` are written back at
+    # every shrinking and at the end.
+    cdef Py_ssize_t[::1] act = np.arange(l, dtype=np.intp)
+    cdef Py_ssize_t[::1] ia = np.array(idx, dtype=np.intp)
+    cdef double[::1] ya = np.array(y, dtype=np.float64)
+    cdef double[::1] aa = np.array(alpha, dtype=np.float64)
+    cdef double[::1] Ga = np.array(G, dtype=np.float64)
+    cdef double[::1] Ca = np.array(C, dtype=np.float64)
+    cdef double[::1] da = np.array(diag, dtype=np.float64)
     cdef char[::1] is_active = np.ones(l, dtype=np.int8)
     cdef Py_ssize_t active_size = l
     cdef long long n_iter = 0
@@ -723,7 +736,7 @@ def smo_solve(
     # the first iteration, then at the last shrinking.
     cdef double shrink_below = INFINITY if shrinking else -INFINITY
     cdef bint converged = False
-    cdef Py_ssize_t i, j, t, k, p
+    cdef Py_ssize_t i, j, t, p, q
     cdef double Gmax, Gmax2, obj_min, grad_diff, quad, obj, yt, gt
     cdef double Gm1, Gm2
     cdef const double* col_i
@@ -744,42 +757,44 @@ def smo_solve(
                 # -- shrinking (LIBSVM's do_shrinking) --
                 Gm1 = -INFINITY
                 Gm2 = -INFINITY
-                for k in range(active_size):
-                    t = active[k]
-                    yt = y[t]
-                    gt = G[t]
+                for p in range(active_size):
+                    yt = ya[p]
+                    gt = Ga[p]
                     if yt > 0:
-                        if not _is_upper(alpha[t], C[t]) and -gt > Gm1:
+                        if not _is_upper(aa[p], Ca[p]) and -gt > Gm1:
                             Gm1 = -gt
-                        if not _is_lower(alpha[t]) and gt > Gm2:
+                        if not _is_lower(aa[p]) and gt > Gm2:
                             Gm2 = gt
                     else:
-                        if not _is_upper(alpha[t], C[t]) and -gt > Gm2:
+                        if not _is_upper(aa[p], Ca[p]) and -gt > Gm2:
                             Gm2 = -gt
-                        if not _is_lower(alpha[t]) and gt > Gm1:
+                        if not _is_lower(aa[p]) and gt > Gm1:
                             Gm1 = gt
                 shrink_below = GAP_SHRINK * (Gm1 + Gm2)
                 if not unshrunk and Gm1 + Gm2 <= tol * 10:
                     unshrunk = True
+                    _store_active(act, aa, Ga, active_size, alpha, G)
                     _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
-                    for t in range(l):
-                        active[t] = t
-                        is_active[t] = 1
-                    active_size = l
+                    active_size = _activate_all(
+                        idx, y, alpha, G, C, diag, act, ia, ya, aa, Ga, Ca, da, is_active
+                    )
                     n_epochs = 0
-                # A variable shrunk here keeps the gradient of these alphas.
-                p = 0
+                # A variable shrunk here keeps the gradient of these alphas;
+                # every active one is written back, and the rest move up.
+                q = 0
                 n_new = 0
-                for k in range(active_size):
-                    t = active[k]
-                    yt = y[t]
-                    gt = G[t]
-                    if _is_upper(alpha[t], C[t]):
+                for p in range(active_size):
+                    t = act[p]
+                    yt = ya[p]
+                    gt = Ga[p]
+                    alpha[t] = aa[p]
+                    G[t] = gt
+                    if _is_upper(aa[p], Ca[p]):
                         if yt > 0:
                             shrink = -gt > Gm1
                         else:
                             shrink = -gt > Gm2
-                    elif _is_lower(alpha[t]):
+                    elif _is_lower(aa[p]):
                         if yt > 0:
                             shrink = gt > Gm2
                         else:
@@ -791,9 +806,15 @@ def smo_solve(
                         shrunk_at[t] = n_epochs
                         n_new += 1
                     else:
-                        active[p] = t
-                        p += 1
-                active_size = p
+                        act[q] = t
+                        ia[q] = ia[p]
+                        ya[q] = yt
+                        aa[q] = aa[p]
+                        Ga[q] = gt
+                        Ca[q] = Ca[p]
+                        da[q] = da[p]
+                        q += 1
+                active_size = q
                 n_shrunk = max(n_shrunk, l - active_size)
                 if n_new and n_epochs < MAX_EPOCHS:
                     snaps[n_epochs, :] = alpha
@@ -801,65 +822,64 @@ def smo_solve(
 
             # -- working set selection, second order (WSS 3) --
             # With Q_it = y_i y_t K_it, LIBSVM's curvature QD_i + QD_t -+ 2 y_i Q_it
-            # is K_ii + K_tt - 2 K_it for either label of t.
+            # is K_ii + K_tt - 2 K_it for either label of t. i and j are
+            # positions in the active arrays.
             Gmax = -INFINITY
             i = -1
             if have_next:
                 Gmax = Gmax_next
                 i = i_next
             else:
-                for k in range(active_size):
-                    t = active[k]
-                    if y[t] > 0:
-                        if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax:
-                            Gmax = -G[t]
-                            i = t
+                for p in range(active_size):
+                    if ya[p] > 0:
+                        if not _is_upper(aa[p], Ca[p]) and -Ga[p] >= Gmax:
+                            Gmax = -Ga[p]
+                            i = p
                     else:
-                        if not _is_lower(alpha[t]) and G[t] >= Gmax:
-                            Gmax = G[t]
-                            i = t
+                        if not _is_lower(aa[p]) and Ga[p] >= Gmax:
+                            Gmax = Ga[p]
+                            i = p
             have_next = False
             j = -1
             Gmax2 = -INFINITY
             if i >= 0:
-                col_i = store.column(idx[i])
+                col_i = store.column(ia[i])
                 obj_min = INFINITY
-                for k in range(active_size):
-                    t = active[k]
-                    if y[t] > 0:
-                        if not _is_lower(alpha[t]):
-                            grad_diff = Gmax + G[t]
-                            if G[t] >= Gmax2:
-                                Gmax2 = G[t]
+                for p in range(active_size):
+                    if ya[p] > 0:
+                        if not _is_lower(aa[p]):
+                            grad_diff = Gmax + Ga[p]
+                            if Ga[p] >= Gmax2:
+                                Gmax2 = Ga[p]
                             if grad_diff > 0:
-                                quad = diag[i] + diag[t] - 2.0 * col_i[idx[t]]
+                                quad = da[i] + da[p] - 2.0 * col_i[ia[p]]
                                 if quad <= 0:
                                     quad = TAU
                                 obj = -(grad_diff * grad_diff) / quad
                                 if obj <= obj_min:
                                     obj_min = obj
-                                    j = t
+                                    j = p
                     else:
-                        if not _is_upper(alpha[t], C[t]):
-                            grad_diff = Gmax - G[t]
-                            if -G[t] >= Gmax2:
-                                Gmax2 = -G[t]
+                        if not _is_upper(aa[p], Ca[p]):
+                            grad_diff = Gmax - Ga[p]
+                            if -Ga[p] >= Gmax2:
+                                Gmax2 = -Ga[p]
                             if grad_diff > 0:
-                                quad = diag[i] + diag[t] - 2.0 * col_i[idx[t]]
+                                quad = da[i] + da[p] - 2.0 * col_i[ia[p]]
                                 if quad <= 0:
                                     quad = TAU
                                 obj = -(grad_diff * grad_diff) / quad
                                 if obj <= obj_min:
                                     obj_min = obj
-                                    j = t
+                                    j = p
             if i < 0 or j < 0 or Gmax + Gmax2 < tol:
                 if active_size < l:
                     # Optimal on the active set: check the whole problem.
+                    _store_active(act, aa, Ga, active_size, alpha, G)
                     _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
-                    for t in range(l):
-                        active[t] = t
-                        is_active[t] = 1
-                    active_size = l
+                    active_size = _activate_all(
+                        idx, y, alpha, G, C, diag, act, ia, ya, aa, Ga, Ca, da, is_active
+                    )
                     n_epochs = 0
                     # Select on the whole problem next, without shrinking first.
                     counter = 2
@@ -875,82 +895,126 @@ def smo_solve(
                     counter = 1
             n_iter += 1
             # -- two-variable analytic update (LIBSVM's Solver::Solve) --
-            col_j = store.column(idx[j])
-            col_i = store.column(idx[i])
-            Kij = col_i[idx[j]]
-            Ci = C[i]
-            Cj = C[j]
-            ai_old = alpha[i]
-            aj_old = alpha[j]
-            if y[i] != y[j]:
-                quad = diag[i] + diag[j] - 2.0 * Kij
+            col_j = store.column(ia[j])
+            col_i = store.column(ia[i])
+            Kij = col_i[ia[j]]
+            Ci = Ca[i]
+            Cj = Ca[j]
+            ai_old = aa[i]
+            aj_old = aa[j]
+            if ya[i] != ya[j]:
+                quad = da[i] + da[j] - 2.0 * Kij
                 if quad <= 0:
                     quad = TAU
-                delta = (-G[i] - G[j]) / quad
-                diff = alpha[i] - alpha[j]
-                alpha[i] += delta
-                alpha[j] += delta
+                delta = (-Ga[i] - Ga[j]) / quad
+                diff = aa[i] - aa[j]
+                aa[i] += delta
+                aa[j] += delta
                 if diff > 0:
-                    if alpha[j] < 0:
-                        alpha[j] = 0
-                        alpha[i] = diff
+                    if aa[j] < 0:
+                        aa[j] = 0
+                        aa[i] = diff
                 else:
-                    if alpha[i] < 0:
-                        alpha[i] = 0
-                        alpha[j] = -diff
+                    if aa[i] < 0:
+                        aa[i] = 0
+                        aa[j] = -diff
                 if diff > Ci - Cj:
-                    if alpha[i] > Ci:
-                        alpha[i] = Ci
-                        alpha[j] = Ci - diff
+                    if aa[i] > Ci:
+                        aa[i] = Ci
+                        aa[j] = Ci - diff
                 else:
-                    if alpha[j] > Cj:
-                        alpha[j] = Cj
-                        alpha[i] = Cj + diff
+                    if aa[j] > Cj:
+                        aa[j] = Cj
+                        aa[i] = Cj + diff
             else:
-                quad = diag[i] + diag[j] - 2.0 * Kij
+                quad = da[i] + da[j] - 2.0 * Kij
                 if quad <= 0:
                     quad = TAU
-                delta = (G[i] - G[j]) / quad
-                total = alpha[i] + alpha[j]
-                alpha[i] -= delta
-                alpha[j] += delta
+                delta = (Ga[i] - Ga[j]) / quad
+                total = aa[i] + aa[j]
+                aa[i] -= delta
+                aa[j] += delta
                 if total > Ci:
-                    if alpha[i] > Ci:
-                        alpha[i] = Ci
-                        alpha[j] = total - Ci
+                    if aa[i] > Ci:
+                        aa[i] = Ci
+                        aa[j] = total - Ci
                 else:
-                    if alpha[j] < 0:
-                        alpha[j] = 0
-                        alpha[i] = total
+                    if aa[j] < 0:
+                        aa[j] = 0
+                        aa[i] = total
                 if total > Cj:
-                    if alpha[j] > Cj:
-                        alpha[j] = Cj
-                        alpha[i] = total - Cj
+                    if aa[j] > Cj:
+                        aa[j] = Cj
+                        aa[i] = total - Cj
                 else:
-                    if alpha[i] < 0:
-                        alpha[i] = 0
-                        alpha[j] = total
-            dai = (alpha[i] - ai_old) * y[i]
-            daj = (alpha[j] - aj_old) * y[j]
+                    if aa[i] < 0:
+                        aa[i] = 0
+                        aa[j] = total
+            dai = (aa[i] - ai_old) * ya[i]
+            daj = (aa[j] - aj_old) * ya[j]
             Gmax_next = -INFINITY
             i_next = -1
-            for k in range(active_size):
-                t = active[k]
-                G[t] += y[t] * (dai * col_i[idx[t]] + daj * col_j[idx[t]])
-                if y[t] > 0:
-                    if not _is_upper(alpha[t], C[t]) and -G[t] >= Gmax_next:
-                        Gmax_next = -G[t]
-                        i_next = t
+            for p in range(active_size):
+                Ga[p] += ya[p] * (dai * col_i[ia[p]] + daj * col_j[ia[p]])
+                if ya[p] > 0:
+                    if not _is_upper(aa[p], Ca[p]) and -Ga[p] >= Gmax_next:
+                        Gmax_next = -Ga[p]
+                        i_next = p
                 else:
-                    if not _is_lower(alpha[t]) and G[t] >= Gmax_next:
-                        Gmax_next = G[t]
-                        i_next = t
+                    if not _is_lower(aa[p]) and Ga[p] >= Gmax_next:
+                        Gmax_next = Ga[p]
+                        i_next = p
             have_next = True
+        _store_active(act, aa, Ga, active_size, alpha, G)
 
     if not converged and active_size < l:
         _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
     return n_iter, _rho(y, C, alpha, G), converged, n_shrunk
 
+
+cdef inline void _store_active(
+    const Py_ssize_t[::1] act,
+    const double[::1] aa,
+    const double[::1] Ga,
+    Py_ssize_t active_size,
+    double[::1] alpha,
+    double[::1] G,
+) noexcept nogil:
+    """Write the active variables' alpha and gradient back by variable."""
+    cdef Py_ssize_t p
+    for p in range(active_size):
+        alpha[act[p]] = aa[p]
+        G[act[p]] = Ga[p]
+
+
+cdef Py_ssize_t _activate_all(
+    const Py_ssize_t[::1] idx,
+    const double[::1] y,
+    const double[::1] alpha,
+    const double[::1] G,
+    const double[::1] C,
+    const double[::1] diag,
+    Py_ssize_t[::1] act,
+    Py_ssize_t[::1] ia,
+    double[::1] ya,
+    double[::1] aa,
+    double[::1] Ga,
+    double[::1] Ca,
+    double[::1] da,
+    char[::1] is_active,
+) noexcept nogil:
+    """Make every variable active again, in order; the new active size."""
+    cdef Py_ssize_t t, l = idx.shape[0]
+    for t in range(l):
+        act[t] = t
+        ia[t] = idx[t]
+        ya[t] = y[t]
+        aa[t] = alpha[t]
+        Ga[t] = G[t]
+        Ca[t] = C[t]
+        da[t] = diag[t]
+        is_active[t] = 1
+    return l
 
 cdef double _rho(
     const double[::1] y, const double[::1] C, const double[::1] alpha, const double[::1] G
