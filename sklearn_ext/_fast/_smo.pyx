@@ -707,17 +707,23 @@ def smo_solve(
     """
     cdef Py_ssize_t l = idx.shape[0]
     # The active variables sit contiguous and in increasing order: position p
-    # holds variable act[p], with its y, alpha, G, C, global index and
-    # diagonal in ya, aa, Ga, Ca, ia and da, so that the selection and update
-    # loops read their arrays in sequence (LIBSVM swaps its variables for
-    # the same reason; keeping the order keeps the iterates of an index
-    # list, tie-breaks included). ``alpha`` and ``G`` are written back at
-    # every shrinking and at the end.
+    # holds variable act[p], with its y, alpha, C, global index and diagonal
+    # in ya, aa, Ca, ia and da, so that the selection and update loops read
+    # their arrays in sequence (LIBSVM swaps its variables for the same
+    # reason; keeping the order keeps the iterates of an index list,
+    # tie-breaks included). The gradient is held as gy = -y G (exact: y is
+    # +-1), which both halves of the working-set rule maximise over a set
+    # of their own: fu marks I_up (y > 0 below C, or y < 0 above 0), fl
+    # I_low (y > 0 above 0, or y < 0 below C); so the loops do not branch on
+    # the label. ``alpha`` and ``G`` are written back at every shrinking
+    # and at the end.
     cdef Py_ssize_t[::1] act = np.arange(l, dtype=np.intp)
     cdef Py_ssize_t[::1] ia = np.array(idx, dtype=np.intp)
     cdef double[::1] ya = np.array(y, dtype=np.float64)
     cdef double[::1] aa = np.array(alpha, dtype=np.float64)
-    cdef double[::1] Ga = np.array(G, dtype=np.float64)
+    cdef double[::1] gy = -np.asarray(y) * np.asarray(G)
+    cdef char[::1] fu = np.empty(l, dtype=np.int8)
+    cdef char[::1] fl = np.empty(l, dtype=np.int8)
     cdef double[::1] Ca = np.array(C, dtype=np.float64)
     cdef double[::1] da = np.array(diag, dtype=np.float64)
     cdef char[::1] is_active = np.ones(l, dtype=np.int8)
@@ -749,6 +755,8 @@ def smo_solve(
     cdef Py_ssize_t i_next = -1
 
     with nogil:
+        for p in range(l):
+            _set_sets(ya[p], aa[p], Ca[p], &fu[p], &fl[p])
         while max_iter < 0 or n_iter < max_iter:
             counter -= 1
             if shrinking and counter == 0:
@@ -759,7 +767,7 @@ def smo_solve(
                 Gm2 = -INFINITY
                 for p in range(active_size):
                     yt = ya[p]
-                    gt = Ga[p]
+                    gt = -yt * gy[p]
                     if yt > 0:
                         if not _is_upper(aa[p], Ca[p]) and -gt > Gm1:
                             Gm1 = -gt
@@ -773,10 +781,11 @@ def smo_solve(
                 shrink_below = GAP_SHRINK * (Gm1 + Gm2)
                 if not unshrunk and Gm1 + Gm2 <= tol * 10:
                     unshrunk = True
-                    _store_active(act, aa, Ga, active_size, alpha, G)
+                    _store_active(act, ya, aa, gy, active_size, alpha, G)
                     _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
                     active_size = _activate_all(
-                        idx, y, alpha, G, C, diag, act, ia, ya, aa, Ga, Ca, da, is_active
+                        idx, y, alpha, G, C, diag, act, ia, ya, aa, gy, Ca, da, fu, fl,
+                        is_active,
                     )
                     n_epochs = 0
                 # A variable shrunk here keeps the gradient of these alphas;
@@ -786,7 +795,7 @@ def smo_solve(
                 for p in range(active_size):
                     t = act[p]
                     yt = ya[p]
-                    gt = Ga[p]
+                    gt = -yt * gy[p]
                     alpha[t] = aa[p]
                     G[t] = gt
                     if _is_upper(aa[p], Ca[p]):
@@ -810,9 +819,11 @@ def smo_solve(
                         ia[q] = ia[p]
                         ya[q] = yt
                         aa[q] = aa[p]
-                        Ga[q] = gt
+                        gy[q] = gy[p]
                         Ca[q] = Ca[p]
                         da[q] = da[p]
+                        fu[q] = fu[p]
+                        fl[q] = fl[p]
                         q += 1
                 active_size = q
                 n_shrunk = max(n_shrunk, l - active_size)
@@ -831,14 +842,9 @@ def smo_solve(
                 i = i_next
             else:
                 for p in range(active_size):
-                    if ya[p] > 0:
-                        if not _is_upper(aa[p], Ca[p]) and -Ga[p] >= Gmax:
-                            Gmax = -Ga[p]
-                            i = p
-                    else:
-                        if not _is_lower(aa[p]) and Ga[p] >= Gmax:
-                            Gmax = Ga[p]
-                            i = p
+                    if fu[p] and gy[p] >= Gmax:
+                        Gmax = gy[p]
+                        i = p
             have_next = False
             j = -1
             Gmax2 = -INFINITY
@@ -846,39 +852,26 @@ def smo_solve(
                 col_i = store.column(ia[i])
                 obj_min = INFINITY
                 for p in range(active_size):
-                    if ya[p] > 0:
-                        if not _is_lower(aa[p]):
-                            grad_diff = Gmax + Ga[p]
-                            if Ga[p] >= Gmax2:
-                                Gmax2 = Ga[p]
-                            if grad_diff > 0:
-                                quad = da[i] + da[p] - 2.0 * col_i[ia[p]]
-                                if quad <= 0:
-                                    quad = TAU
-                                obj = -(grad_diff * grad_diff) / quad
-                                if obj <= obj_min:
-                                    obj_min = obj
-                                    j = p
-                    else:
-                        if not _is_upper(aa[p], Ca[p]):
-                            grad_diff = Gmax - Ga[p]
-                            if -Ga[p] >= Gmax2:
-                                Gmax2 = -Ga[p]
-                            if grad_diff > 0:
-                                quad = da[i] + da[p] - 2.0 * col_i[ia[p]]
-                                if quad <= 0:
-                                    quad = TAU
-                                obj = -(grad_diff * grad_diff) / quad
-                                if obj <= obj_min:
-                                    obj_min = obj
-                                    j = p
+                    if fl[p]:
+                        grad_diff = Gmax - gy[p]
+                        if -gy[p] >= Gmax2:
+                            Gmax2 = -gy[p]
+                        if grad_diff > 0:
+                            quad = da[i] + da[p] - 2.0 * col_i[ia[p]]
+                            if quad <= 0:
+                                quad = TAU
+                            obj = -(grad_diff * grad_diff) / quad
+                            if obj <= obj_min:
+                                obj_min = obj
+                                j = p
             if i < 0 or j < 0 or Gmax + Gmax2 < tol:
                 if active_size < l:
                     # Optimal on the active set: check the whole problem.
-                    _store_active(act, aa, Ga, active_size, alpha, G)
+                    _store_active(act, ya, aa, gy, active_size, alpha, G)
                     _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
                     active_size = _activate_all(
-                        idx, y, alpha, G, C, diag, act, ia, ya, aa, Ga, Ca, da, is_active
+                        idx, y, alpha, G, C, diag, act, ia, ya, aa, gy, Ca, da, fu, fl,
+                        is_active,
                     )
                     n_epochs = 0
                     # Select on the whole problem next, without shrinking first.
@@ -906,7 +899,7 @@ def smo_solve(
                 quad = da[i] + da[j] - 2.0 * Kij
                 if quad <= 0:
                     quad = TAU
-                delta = (-Ga[i] - Ga[j]) / quad
+                delta = (ya[i] * gy[i] + ya[j] * gy[j]) / quad
                 diff = aa[i] - aa[j]
                 aa[i] += delta
                 aa[j] += delta
@@ -930,7 +923,7 @@ def smo_solve(
                 quad = da[i] + da[j] - 2.0 * Kij
                 if quad <= 0:
                     quad = TAU
-                delta = (Ga[i] - Ga[j]) / quad
+                delta = (-ya[i] * gy[i] + ya[j] * gy[j]) / quad
                 total = aa[i] + aa[j]
                 aa[i] -= delta
                 aa[j] += delta
@@ -952,30 +945,40 @@ def smo_solve(
                         aa[j] = total
             dai = (aa[i] - ai_old) * ya[i]
             daj = (aa[j] - aj_old) * ya[j]
+            _set_sets(ya[i], aa[i], Ca[i], &fu[i], &fl[i])
+            _set_sets(ya[j], aa[j], Ca[j], &fu[j], &fl[j])
             Gmax_next = -INFINITY
             i_next = -1
             for p in range(active_size):
-                Ga[p] += ya[p] * (dai * col_i[ia[p]] + daj * col_j[ia[p]])
-                if ya[p] > 0:
-                    if not _is_upper(aa[p], Ca[p]) and -Ga[p] >= Gmax_next:
-                        Gmax_next = -Ga[p]
-                        i_next = p
-                else:
-                    if not _is_lower(aa[p]) and Ga[p] >= Gmax_next:
-                        Gmax_next = Ga[p]
-                        i_next = p
+                gy[p] -= dai * col_i[ia[p]] + daj * col_j[ia[p]]
+                if fu[p] and gy[p] >= Gmax_next:
+                    Gmax_next = gy[p]
+                    i_next = p
             have_next = True
-        _store_active(act, aa, Ga, active_size, alpha, G)
+        _store_active(act, ya, aa, gy, active_size, alpha, G)
 
     if not converged and active_size < l:
         _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
     return n_iter, _rho(y, C, alpha, G), converged, n_shrunk
 
 
+cdef inline void _set_sets(
+    double y, double a, double C, char* up, char* low
+) noexcept nogil:
+    """Whether a variable is in I_up and in I_low (LIBSVM's working-set sets)."""
+    if y > 0:
+        up[0] = not _is_upper(a, C)
+        low[0] = not _is_lower(a)
+    else:
+        up[0] = not _is_lower(a)
+        low[0] = not _is_upper(a, C)
+
+
 cdef inline void _store_active(
     const Py_ssize_t[::1] act,
+    const double[::1] ya,
     const double[::1] aa,
-    const double[::1] Ga,
+    const double[::1] gy,
     Py_ssize_t active_size,
     double[::1] alpha,
     double[::1] G,
@@ -984,7 +987,7 @@ cdef inline void _store_active(
     cdef Py_ssize_t p
     for p in range(active_size):
         alpha[act[p]] = aa[p]
-        G[act[p]] = Ga[p]
+        G[act[p]] = -ya[p] * gy[p]
 
 
 cdef Py_ssize_t _activate_all(
@@ -998,9 +1001,11 @@ cdef Py_ssize_t _activate_all(
     Py_ssize_t[::1] ia,
     double[::1] ya,
     double[::1] aa,
-    double[::1] Ga,
+    double[::1] gy,
     double[::1] Ca,
     double[::1] da,
+    char[::1] fu,
+    char[::1] fl,
     char[::1] is_active,
 ) noexcept nogil:
     """Make every variable active again, in order; the new active size."""
@@ -1010,9 +1015,10 @@ cdef Py_ssize_t _activate_all(
         ia[t] = idx[t]
         ya[t] = y[t]
         aa[t] = alpha[t]
-        Ga[t] = G[t]
+        gy[t] = -y[t] * G[t]
         Ca[t] = C[t]
         da[t] = diag[t]
+        _set_sets(y[t], alpha[t], C[t], &fu[t], &fl[t])
         is_active[t] = 1
     return l
 
