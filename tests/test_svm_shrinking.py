@@ -129,3 +129,92 @@ def test_a_swapped_fold_is_shrunk_before_a_thousand_iterations():
     ys = y[second]
     # Both within tol of the optimum: objectives agree to that order.
     assert_allclose(_objective(Ks, ys, warm), _objective(Ks, ys, plain), rtol=1e-4)
+
+
+def _libsvm_steps(K, y, C, alpha, tol):
+    """LIBSVM's ``Solver::Solve`` without shrinking, in NumPy: the reference.
+
+    WSS 3 over all variables in index order, a later index winning ties
+    (LIBSVM's ``>=`` and ``<=``), and the two-variable update with its
+    clipping, transcribed from ``svm.cpp``.
+    """
+    alpha = np.array(alpha, dtype=np.float64)
+    l = len(y)
+    d = np.diag(K).copy()
+    G = y * (K @ (y * alpha)) - 1.0
+    last = np.arange(l)[::-1]
+    n_iter = 0
+    while True:
+        up = np.where(y > 0, alpha < C, alpha > 0)
+        low = np.where(y > 0, alpha > 0, alpha < C)
+        mgy = -y * G
+        cand = np.where(up, mgy, -np.inf)
+        i = last[np.argmax(cand[::-1])]
+        gmax = cand[i]
+        gmax2 = np.max(np.where(low, -mgy, -np.inf))
+        grad_diff = gmax - mgy
+        quad = d[i] + d - 2.0 * K[i]
+        quad[quad <= 0] = 1e-12
+        ok = low & (grad_diff > 0)
+        obj = np.where(ok, -(grad_diff * grad_diff) / quad, np.inf)
+        j = last[np.argmin(obj[::-1])]
+        if not np.isfinite(gmax) or not ok.any() or gmax + gmax2 < tol:
+            return alpha, n_iter
+        n_iter += 1
+        ai, aj = alpha[i], alpha[j]
+        quad = max(d[i] + d[j] - 2.0 * K[i, j], 1e-12)
+        if y[i] != y[j]:
+            delta = (-G[i] - G[j]) / quad
+            diff = ai - aj
+            alpha[i] += delta
+            alpha[j] += delta
+            if diff > 0 and alpha[j] < 0:
+                alpha[j], alpha[i] = 0.0, diff
+            elif diff <= 0 and alpha[i] < 0:
+                alpha[i], alpha[j] = 0.0, -diff
+            if diff > 0 and alpha[i] > C:
+                alpha[i], alpha[j] = C, C - diff
+            elif diff <= 0 and alpha[j] > C:
+                alpha[j], alpha[i] = C, C + diff
+        else:
+            delta = (G[i] - G[j]) / quad
+            total = ai + aj
+            alpha[i] -= delta
+            alpha[j] += delta
+            if total > C and alpha[i] > C:
+                alpha[i], alpha[j] = C, total - C
+            elif total <= C and alpha[j] < 0:
+                alpha[j], alpha[i] = 0.0, total
+            if total > C and alpha[j] > C:
+                alpha[j], alpha[i] = C, total - C
+            elif total <= C and alpha[i] < 0:
+                alpha[i], alpha[j] = 0.0, total
+        dai, daj = (alpha[i] - ai) * y[i], (alpha[j] - aj) * y[j]
+        G += y * (dai * K[i] + daj * K[j])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("warm", [False, True])
+def test_smo_takes_libsvms_steps(seed, warm):
+    # The solver's loops hold their variables in arrays of their own (the
+    # active ones contiguous, the gradient as -y G): they must still take
+    # LIBSVM's steps, one for one, on variables given by an index list.
+    K, y = _problem(seed, 90, 0.5)
+    C = 3.0
+    rng = np.random.default_rng(seed)
+    start = _feasible_start(rng, y, C) if warm else np.zeros(len(y))
+    want, want_iter = _libsvm_steps(K, y, C, start, 1e-3)
+    got, _, n_iter, converged, _ = _solve(K, y, C, start, tol=1e-3, shrinking=False)
+    assert converged
+    assert n_iter == want_iter > 20
+    assert_allclose(got, want, rtol=0, atol=1e-12)
+    # Variables drawn from a larger store, out of order: the same steps.
+    perm = rng.permutation(len(y)).astype(np.intp)
+    got, _, n_iter, _, _ = _solve(
+        K, y, C, start[perm], tol=1e-3, shrinking=False, idx=perm
+    )
+    want, want_iter = _libsvm_steps(
+        K[np.ix_(perm, perm)], y[perm], C, start[perm], 1e-3
+    )
+    assert n_iter == want_iter
+    assert_allclose(got, want, rtol=0, atol=1e-12)
