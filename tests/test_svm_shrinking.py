@@ -139,10 +139,10 @@ def _libsvm_steps(K, y, C, alpha, tol):
     clipping, transcribed from ``svm.cpp``.
     """
     alpha = np.array(alpha, dtype=np.float64)
-    l = len(y)
+    n = len(y)
     d = np.diag(K).copy()
     G = y * (K @ (y * alpha)) - 1.0
-    last = np.arange(l)[::-1]
+    last = np.arange(n)[::-1]
     n_iter = 0
     while True:
         up = np.where(y > 0, alpha < C, alpha > 0)
