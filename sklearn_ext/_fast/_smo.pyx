@@ -342,40 +342,50 @@ cdef class KernelColumns:
     ) except -1 nogil:
         """``out[r] += sum_c K(rows[r], cols[c]) * coef[c]``.
 
-        Columns held (a dense matrix, a float32 row, a cached slot) are read;
-        the others, when the store computes from rows, come by GEMM over
-        blocks of rows and columns, without going through the LRU cache
-        (LIBSVM's gradient reconstruction reads only what it needs, too).
-        A held matrix known to be ``symmetric`` is read by rows when there
-        are fewer rows than columns (a fold's added points or test rows
-        against its support vectors): contiguous reads instead of one cache
-        line per value, the same sums bit for bit.
+        A held matrix (dense, or float32) is read four columns at a time,
+        the columns of zero ``coef`` left out: each row's four products are
+        added to ``out`` as one sum, so the rows are walked a quarter as
+        often. Known to be ``symmetric``, it is read by rows when there are
+        fewer rows than columns (a fold's added points or test rows against
+        its support vectors): contiguous reads instead of one cache line per
+        value, the same sums bit for bit. Otherwise columns held (a cached
+        slot) are read one at a time; the others, when the store computes
+        from rows, come by GEMM over blocks of rows and columns, without
+        going through the LRU cache (LIBSVM's gradient reconstruction reads
+        only what it needs, too).
         """
         cdef Py_ssize_t c, r, m = 0
         cdef const double* col
-        cdef const float* row32
         cdef double w
         cdef Py_ssize_t* missing = NULL
         cdef double* missing_coef = NULL
-        cdef double s
-        if self.symmetric and n_rows < n_cols:
-            # Few rows, many columns: read the rows' own (contiguous) rows of
-            # the symmetric matrix, the same values summed in the same order.
-            for r in range(n_rows):
-                s = out[r]
-                if self.is_dense:
-                    col = &self.dense[rows[r], 0]
-                    for c in range(n_cols):
-                        w = coef[c]
-                        if w != 0.0:
-                            s += w * col[cols[c]]
-                else:
-                    row32 = &self.dense32[rows[r], 0]
-                    for c in range(n_cols):
-                        w = coef[c]
-                        if w != 0.0:
-                            s += w * row32[cols[c]]
-                out[r] = s
+        cdef Py_ssize_t* nz_cols
+        cdef double* nz_coef
+        cdef bint by_rows
+        if self.is_dense or self.has_dense32:
+            nz_cols = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
+            nz_coef = <double*>malloc(max(n_cols, 1) * sizeof(double))
+            if nz_cols == NULL or nz_coef == NULL:
+                free(nz_cols)
+                free(nz_coef)
+                with gil:
+                    raise MemoryError()
+            for c in range(n_cols):
+                if coef[c] != 0.0:
+                    nz_cols[m] = cols[c]
+                    nz_coef[m] = coef[c]
+                    m += 1
+            by_rows = self.symmetric and n_rows < m
+            if self.is_dense:
+                _held_products(
+                    self.dense, by_rows, rows, n_rows, nz_cols, nz_coef, m, out
+                )
+            else:
+                _held_products(
+                    self.dense32, by_rows, rows, n_rows, nz_cols, nz_coef, m, out
+                )
+            free(nz_cols)
+            free(nz_coef)
             return 0
         if self.has_data and not self.is_dense:
             missing = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
@@ -390,15 +400,7 @@ cdef class KernelColumns:
                 w = coef[c]
                 if w == 0.0:
                     continue
-                if self.is_dense:
-                    col = &self.dense[cols[c], 0]
-                    for r in range(n_rows):
-                        out[r] += w * col[rows[r]]
-                elif self.has_dense32:
-                    row32 = &self.dense32[cols[c], 0]
-                    for r in range(n_rows):
-                        out[r] += w * row32[rows[r]]
-                elif missing != NULL and self.slot_of[cols[c]] < 0:
+                if missing != NULL and self.slot_of[cols[c]] < 0:
                     missing[m] = cols[c]
                     missing_coef[m] = w
                     m += 1
@@ -536,6 +538,61 @@ cdef class KernelColumns:
         for j in range(self.n):
             view[j] = col[j]
         return out
+
+
+cdef void _held_products(
+    const out_t[:, ::1] M,
+    bint by_rows,
+    const Py_ssize_t* rows,
+    Py_ssize_t n_rows,
+    const Py_ssize_t* cols,
+    const double* coef,
+    Py_ssize_t n_cols,
+    double* out,
+) noexcept nogil:
+    """``out[r] += sum_c M[rows[r], cols[c]] coef[c]`` over a held matrix.
+
+    Four columns at a time, their products summed as
+    ``(w0 K0 + w1 K1) + (w2 K2 + w3 K3)`` before being added (then the rest
+    one by one), along each column or, for a symmetric ``M`` read
+    ``by_rows``, along each row: the same sums in the same order either way.
+    """
+    cdef Py_ssize_t c, r, g, n4 = n_cols - n_cols % 4
+    cdef const out_t* k0
+    cdef const out_t* k1
+    cdef const out_t* k2
+    cdef const out_t* k3
+    cdef double w0, w1, w2, w3, acc
+    if by_rows:
+        for r in range(n_rows):
+            k0 = &M[rows[r], 0]
+            acc = out[r]
+            for c in range(0, n4, 4):
+                acc += (
+                    (coef[c] * k0[cols[c]] + coef[c + 1] * k0[cols[c + 1]])
+                    + (coef[c + 2] * k0[cols[c + 2]] + coef[c + 3] * k0[cols[c + 3]])
+                )
+            for c in range(n4, n_cols):
+                acc += coef[c] * k0[cols[c]]
+            out[r] = acc
+        return
+    for c in range(0, n4, 4):
+        k0 = &M[cols[c], 0]
+        k1 = &M[cols[c + 1], 0]
+        k2 = &M[cols[c + 2], 0]
+        k3 = &M[cols[c + 3], 0]
+        w0 = coef[c]
+        w1 = coef[c + 1]
+        w2 = coef[c + 2]
+        w3 = coef[c + 3]
+        for r in range(n_rows):
+            g = rows[r]
+            out[r] += (w0 * k0[g] + w1 * k1[g]) + (w2 * k2[g] + w3 * k3[g])
+    for c in range(n4, n_cols):
+        k0 = &M[cols[c], 0]
+        w0 = coef[c]
+        for r in range(n_rows):
+            out[r] += w0 * k0[rows[r]]
 
 
 cdef inline bint _is_upper(double a, double c) noexcept nogil:
