@@ -12,7 +12,9 @@ changed since their shrinking before it stops.
 
 Kernel values come from :class:`KernelColumns`, addressed by *global* sample
 index, so every fold problem of a cross-validation is an index set into one
-store.
+store. Inside :func:`smo_solve` the active variables sit contiguous in arrays
+of the solver's own, in their original order, with the gradient held as
+``-y G``: LIBSVM's steps, one for one, read in sequence.
 """
 
 import numpy as np
