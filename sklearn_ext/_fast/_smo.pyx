@@ -359,42 +359,18 @@ cdef class KernelColumns:
         cdef Py_ssize_t c, r, m = 0
         cdef const double* col
         cdef double w
-        cdef Py_ssize_t* missing = NULL
-        cdef double* missing_coef = NULL
-        cdef Py_ssize_t* nz_cols
-        cdef double* nz_coef
-        cdef bint by_rows
-        if self.is_dense or self.has_dense32:
-            nz_cols = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
-            nz_coef = <double*>malloc(max(n_cols, 1) * sizeof(double))
-            if nz_cols == NULL or nz_coef == NULL:
-                free(nz_cols)
-                free(nz_coef)
-                with gil:
-                    raise MemoryError()
-            for c in range(n_cols):
-                if coef[c] != 0.0:
-                    nz_cols[m] = cols[c]
-                    nz_coef[m] = coef[c]
-                    m += 1
-            by_rows = self.symmetric and n_rows < m
-            if self.is_dense:
-                _held_products(
-                    self.dense, by_rows, rows, n_rows, nz_cols, nz_coef, m, out
-                )
-            else:
-                _held_products(
-                    self.dense32, by_rows, rows, n_rows, nz_cols, nz_coef, m, out
-                )
-            free(nz_cols)
-            free(nz_coef)
-            return 0
-        if self.has_data and not self.is_dense:
-            missing = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
-            missing_coef = <double*>malloc(max(n_cols, 1) * sizeof(double))
-            if missing == NULL or missing_coef == NULL:
-                free(missing)
-                free(missing_coef)
+        cdef bint held = self.is_dense or self.has_dense32, by_rows
+        # Columns kept for later: the nonzero ones of a held matrix, or those
+        # a store that computes from rows does not hold (by GEMM at the end).
+        cdef bint keep = held or self.has_data
+        cdef Py_ssize_t* kept = NULL
+        cdef double* kept_coef = NULL
+        if keep:
+            kept = <Py_ssize_t*>malloc(max(n_cols, 1) * sizeof(Py_ssize_t))
+            kept_coef = <double*>malloc(max(n_cols, 1) * sizeof(double))
+            if kept == NULL or kept_coef == NULL:
+                free(kept)
+                free(kept_coef)
                 with gil:
                     raise MemoryError()
         try:
@@ -402,19 +378,29 @@ cdef class KernelColumns:
                 w = coef[c]
                 if w == 0.0:
                     continue
-                if missing != NULL and self.slot_of[cols[c]] < 0:
-                    missing[m] = cols[c]
-                    missing_coef[m] = w
+                if held or (keep and self.slot_of[cols[c]] < 0):
+                    kept[m] = cols[c]
+                    kept_coef[m] = w
                     m += 1
                 else:
                     col = self.column(cols[c])
                     for r in range(n_rows):
                         out[r] += w * col[rows[r]]
-            if m:
-                self._native_block(rows, n_rows, missing, m, missing_coef, out)
+            if held:
+                by_rows = self.symmetric and n_rows < m
+                if self.is_dense:
+                    _held_products(
+                        self.dense, by_rows, rows, n_rows, kept, kept_coef, m, out
+                    )
+                else:
+                    _held_products(
+                        self.dense32, by_rows, rows, n_rows, kept, kept_coef, m, out
+                    )
+            elif m:
+                self._native_block(rows, n_rows, kept, m, kept_coef, out)
         finally:
-            free(missing)
-            free(missing_coef)
+            free(kept)
+            free(kept_coef)
         return 0
 
     cdef int _native_block(
