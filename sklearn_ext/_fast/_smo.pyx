@@ -826,11 +826,9 @@ def smo_solve(
                 shrink_below = GAP_SHRINK * (Gm1 + Gm2)
                 if not unshrunk and Gm1 + Gm2 <= tol * 10:
                     unshrunk = True
-                    _store_active(act, ya, aa, gy, active_size, alpha, G)
-                    _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
-                    active_size = _activate_all(
-                        idx, y, alpha, G, C, diag, act, ia, ya, aa, gy, Ca, da, fu, fl,
-                        is_active,
+                    active_size = _unshrink(
+                        store, idx, y, alpha, G, C, diag, is_active, shrunk_at, snaps,
+                        n_epochs, active_size, act, ia, ya, aa, gy, Ca, da, fu, fl,
                     )
                     n_epochs = 0
                 # A variable shrunk here keeps the gradient of these alphas;
@@ -912,11 +910,9 @@ def smo_solve(
             if i < 0 or j < 0 or Gmax + Gmax2 < tol:
                 if active_size < l:
                     # Optimal on the active set: check the whole problem.
-                    _store_active(act, ya, aa, gy, active_size, alpha, G)
-                    _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
-                    active_size = _activate_all(
-                        idx, y, alpha, G, C, diag, act, ia, ya, aa, gy, Ca, da, fu, fl,
-                        is_active,
+                    active_size = _unshrink(
+                        store, idx, y, alpha, G, C, diag, is_active, shrunk_at, snaps,
+                        n_epochs, active_size, act, ia, ya, aa, gy, Ca, da, fu, fl,
                     )
                     n_epochs = 0
                     # Select on the whole problem next, without shrinking first.
@@ -1035,13 +1031,19 @@ cdef inline void _store_active(
         G[act[p]] = -ya[p] * gy[p]
 
 
-cdef Py_ssize_t _activate_all(
+cdef Py_ssize_t _unshrink(
+    KernelColumns store,
     const Py_ssize_t[::1] idx,
     const double[::1] y,
-    const double[::1] alpha,
-    const double[::1] G,
+    double[::1] alpha,
+    double[::1] G,
     const double[::1] C,
     const double[::1] diag,
+    char[::1] is_active,
+    const Py_ssize_t[::1] shrunk_at,
+    const double[:, ::1] snaps,
+    Py_ssize_t n_epochs,
+    Py_ssize_t active_size,
     Py_ssize_t[::1] act,
     Py_ssize_t[::1] ia,
     double[::1] ya,
@@ -1051,10 +1053,14 @@ cdef Py_ssize_t _activate_all(
     double[::1] da,
     char[::1] fu,
     char[::1] fl,
-    char[::1] is_active,
-) noexcept nogil:
-    """Make every variable active again, in order; the new active size."""
+) except -1 nogil:
+    """Bring the shrunk variables back: write the active ones back by variable,
+    bring the shrunk gradients up to date (:func:`_reconstruct`) and make every
+    variable active again, in order. Returns the new active size, ``l``.
+    """
     cdef Py_ssize_t t, l = idx.shape[0]
+    _store_active(act, ya, aa, gy, active_size, alpha, G)
+    _reconstruct(store, idx, y, alpha, G, is_active, shrunk_at, snaps, n_epochs)
     for t in range(l):
         act[t] = t
         ia[t] = idx[t]
