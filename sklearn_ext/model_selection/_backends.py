@@ -203,6 +203,13 @@ class CVTask:
     #: natively; ``scorer`` is the reference they must agree with.
     scoring: Any = None
     fit_params: dict[str, Any] = field(default_factory=dict)
+    #: The one metric a backend may compute itself, decided once by the run
+    #: core: the ``scoring`` string, or for ``scoring=None`` ``"accuracy"`` /
+    #: ``"r2"`` (the classifier's / regressor's mixin ``score``) or
+    #: ``"score"`` (the estimator's own ``score``); ``None`` when every leaf
+    #: must go through ``scorer`` (a callable or several metrics, score
+    #: parameters, train scores).
+    metric: str | None = None
     classes: np.ndarray | None = None
     n_jobs: int | None = None
     return_estimator: bool = False
@@ -302,6 +309,17 @@ class Backend(ABC):
     #: ``None`` (per fold only).
     extras: ClassVar[dict[str, str | None]] = {}
 
+    #: What each fold's model is: ``"fit"``, the learner's own ``fit`` on the
+    #: fold's training rows (standard, exact statistics, alpha seeding), or
+    #: ``"one_pass"``, one ordered pass of ``partial_fit`` over them (the trees).
+    #: The run core decides the regime, the warning and the refit from it.
+    scores: ClassVar[str] = "fit"
+
+    #: Whether ``task.X`` reaches the learner as the user gave it (a DataFrame,
+    #: a list, NaN for an imputer) instead of checked into a finite ndarray or
+    #: CSR matrix first, as the native engines need.
+    data_as_given: ClassVar[bool] = False
+
     #: Whether the backend trains each fold on the plan's own training rows
     #: (``plan.train_indices``) when a splitter's are not the complement of its
     #: test fold; the others are refused such plans (``check_training_rows``).
@@ -315,6 +333,16 @@ class Backend(ABC):
     @abstractmethod
     def accepts(cls, estimator) -> bool:
         """Whether this backend can run ``estimator``."""
+
+    def refusal(self, estimator, X, y) -> str | None:
+        """Why this backend cannot run ``estimator`` on this data, or ``None``.
+
+        ``X`` and ``y`` are the data as the user gave them. The run core asks
+        once per run: ``method="auto"`` then takes the next backend (the
+        fallback warning gives the reason); a backend asked for by name raises
+        a ``TypeError`` with it.
+        """
+        return None
 
     @abstractmethod
     def run(self, task: CVTask) -> LeafTable:
@@ -623,6 +651,8 @@ class PythonTreeBackend(Backend):
     """
 
     name = "python_tree"
+    scores = "one_pass"
+    data_as_given = True
 
     def __init__(self, shortcuts: bool = True) -> None:
         if not isinstance(shortcuts, bool):
@@ -719,6 +749,7 @@ class StandardBackend(Backend):
     """
 
     name = "standard"
+    data_as_given = True
     own_training_rows = True
 
     @classmethod

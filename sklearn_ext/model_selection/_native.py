@@ -50,6 +50,7 @@ class NativeTreeBackend(Backend):
     """
 
     name = "native_tree"
+    scores = "one_pass"
 
     @classmethod
     def accepts(cls, estimator) -> bool:
