@@ -48,6 +48,7 @@ from sklearn_ext.model_selection._validation import (
     _classes,
     _validate_data,
     make_fold_plan,
+    native_metric,
     stratifies,
 )
 from sklearn_ext.utils._data_scope import data_scope
@@ -651,6 +652,9 @@ def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext
         scoring=user_scoring
         if _native_scoring_allowed(context, user_scoring)
         else _ScoredByScikitLearn(),
+        metric=native_metric(estimator, user_scoring)
+        if _native_scoring_allowed(context, user_scoring)
+        else None,
         fit_params=dict(context.fit_params),
         classes=_classes(scored, context.y, context.classes),
         sklearn_scorer=scoring,

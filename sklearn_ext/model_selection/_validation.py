@@ -257,6 +257,7 @@ def tree_cross_validate(
             make_scorer_dict(estimator, scoring), scoring, error_score
         ),
         scoring=scoring,
+        metric=native_metric(estimator, scoring),
         fit_params=dict(fit_params or {}),
         classes=_classes(scored, y, all_classes, checked=True),
         n_jobs=n_jobs,
@@ -417,6 +418,28 @@ def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, 
     if isinstance(scoring, list | tuple | set | dict):
         return scorer
     return _named(scorer)
+
+
+def native_metric(estimator, scoring) -> str | None:
+    """The metric a backend may compute itself for ``scoring`` (``CVTask.metric``).
+
+    The ``scoring`` string as given; for ``scoring=None``, ``"accuracy"`` or
+    ``"r2"`` when the estimator's ``score`` is scikit-learn's classifier or
+    regressor mixin's, else ``"score"`` (its own); ``None`` for a callable or
+    several metrics, which only the scorer computes.
+    """
+    if isinstance(scoring, str):
+        return scoring
+    if scoring is not None:
+        return None
+    from sklearn.base import ClassifierMixin, RegressorMixin
+
+    own = getattr(type(estimator), "score", None)
+    if own is ClassifierMixin.score:
+        return "accuracy"
+    if own is RegressorMixin.score:
+        return "r2"
+    return "score"
 
 
 def check_response_methods(estimator, scoring) -> None:
