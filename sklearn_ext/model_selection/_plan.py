@@ -62,6 +62,14 @@ class FoldPlan:
         a plan; see :func:`check_training_rows`.
     splitter : str, default=None
         What the plan was built from, for error messages.
+    fit_order : sequence of ("sorted", array-like of int or None), default=None
+        The order in which the splitter itself lists each chunk's training
+        rows, for :meth:`fit_indices` (what ``method="standard"`` trains on,
+        as ``cross_validate`` would): ``"sorted"`` for the complement in
+        ascending row order (``KFold``, ``GroupKFold``...), an array for the
+        complement in another order, ``None`` for the tree's feeding order
+        (a ``TreeCVSplitter``'s own order). Chunks with ``train_folds`` use
+        those rows as given.
 
     Attributes
     ----------
@@ -102,6 +110,7 @@ class FoldPlan:
         leaf_order="tree",
         train_folds=None,
         splitter: str | None = None,
+        fit_order=None,
     ) -> None:
         check_order(order, "FoldPlan")
         if order == "randomized":
@@ -153,6 +162,7 @@ class FoldPlan:
         self.splitter = splitter
         self._train_folds = _check_train_folds(train_folds, folds, self.n_samples)
         self.complement = all(rows is None for rows in self._train_folds)
+        self._fit_order = _check_fit_order(fit_order, folds, self._train_folds)
 
     # -- construction ---------------------------------------------------------
     @classmethod
@@ -212,6 +222,10 @@ class FoldPlan:
             None if train is None or _is_complement(train, test, n_samples) else train
             for train, test in pairs
         ]
+        fit_order = [
+            _fit_order_of(train) if own is None else None
+            for (train, _), own in zip(pairs, train_folds, strict=True)
+        ]
         try:
             return cls(
                 [test for _, test in pairs],
@@ -221,6 +235,7 @@ class FoldPlan:
                 leaf_order=leaf_order,
                 train_folds=train_folds,
                 splitter=describe_splitter(cv),
+                fit_order=fit_order,
             )
         except ValueError as exc:
             raise ValueError(f"Invalid cv={describe_splitter(cv)}: {exc}") from None
@@ -285,6 +300,28 @@ class FoldPlan:
         """Training rows of ``fold``: in TreeCV feeding order, or the splitter's."""
         return np.concatenate(self.train_segments(fold))
 
+    def fit_indices(self, fold: int) -> np.ndarray:
+        """Training rows of ``fold`` in the splitter's own order.
+
+        What scikit-learn's ``cross_validate`` fits on for the splitter the
+        plan was built from: its own training rows, or the complement in the
+        order the splitter lists it (ascending for ``KFold`` and its kin), or
+        the tree's feeding order for a ``TreeCVSplitter`` or a plan built
+        from test folds alone.
+        """
+        fold = self._check_fold(fold)
+        own = self._train_folds[fold]
+        if own is not None:
+            return np.array(own)
+        order = self._fit_order[fold]
+        if order is None:
+            return self.train_indices(fold)
+        if isinstance(order, str):  # "sorted": the complement, ascending
+            keep = np.ones(self.n_samples, dtype=bool)
+            keep[self.chunk_rows(fold, fold)] = False
+            return np.flatnonzero(keep)
+        return np.array(order)
+
     def test_indices(self, fold: int) -> np.ndarray:
         """Rows of chunk ``fold`` (held out at its leaf)."""
         fold = self._check_fold(fold)
@@ -324,6 +361,7 @@ class FoldPlan:
             leaf_order=np.argsort(splits),
             train_folds=[self._train_folds[int(c)] for c in self.leaf_order[splits]],
             splitter=self.splitter,
+            fit_order=[self._fit_order[int(c)] for c in self.leaf_order[splits]],
         )
 
     def n_samples_fed(self) -> int:
@@ -403,6 +441,39 @@ def _check_train_folds(train_folds, test_folds, n_samples: int) -> list:
             )
         rows.flags.writeable = False
         out.append(rows)
+    return out
+
+
+def _fit_order_of(train: np.ndarray | None):
+    """``"sorted"`` for a complement listed in ascending order, else the rows."""
+    if train is None or train.shape[0] < 2 or bool(np.all(np.diff(train) > 0)):
+        return "sorted"
+    return train
+
+
+def _check_fit_order(fit_order, test_folds, train_folds) -> list:
+    if fit_order is None:
+        return [None] * len(test_folds)
+    if len(fit_order) != len(test_folds):
+        raise ValueError(
+            "The 'fit_order' parameter of FoldPlan must have one entry per test "
+            f"fold ({len(test_folds)}). Got {len(fit_order)} instead."
+        )
+    out = []
+    for i, order in enumerate(fit_order):
+        if order is None or train_folds[i] is not None:
+            out.append(None)
+        elif isinstance(order, str):
+            if order != "sorted":
+                raise ValueError(
+                    "The entries of 'fit_order' must be 'sorted', an array of "
+                    f"rows or None. Got {order!r} for fold {i}."
+                )
+            out.append(order)
+        else:
+            rows = np.array(order, dtype=np.intp).ravel()
+            rows.flags.writeable = False
+            out.append(rows)
     return out
 
 

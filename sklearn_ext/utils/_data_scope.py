@@ -13,7 +13,7 @@ _DATA_SCOPE: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def data_scope():
+def data_scope(memo: dict | None = None):
     """Within it, hashes of the same arrays may be taken once and reused.
 
     One call that runs many candidates on the same data (a search's ``fit``)
@@ -23,11 +23,15 @@ def data_scope():
     none and hash again, to the same value); a new call opens a new scope, so
     data changed between calls is still seen. Nested scopes share the outer
     one.
+
+    ``memo`` continues a scope across calls: a study's trials, all run on the
+    data its objective holds, pass the objective's memo so that ``X`` is
+    hashed once per study.
     """
     if _DATA_SCOPE.get() is not None:
         yield
         return
-    token = _DATA_SCOPE.set({})
+    token = _DATA_SCOPE.set({} if memo is None else memo)
     try:
         yield
     finally:
