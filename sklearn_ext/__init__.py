@@ -27,10 +27,10 @@ _PUBLIC = {
     "TreeCVSearchCV": "sklearn_ext.model_selection",
     "TreeCVSplitter": "sklearn_ext.model_selection",
     "WarmStartStore": "sklearn_ext.svm",
-    "alpha_seeded_cv": "sklearn_ext.svm",
+    "alpha_seeded_cv": "sklearn_ext.model_selection._svm_cv",
     "one_pass_estimator": "sklearn_ext.model_selection",
     "one_standard_error_rule": "sklearn_ext.model_selection",
-    "svm_c_path_cv": "sklearn_ext.svm",
+    "svm_c_path_cv": "sklearn_ext.model_selection._svm_cv",
     "tree_cross_validate": "sklearn_ext.model_selection",
 }
 

@@ -27,6 +27,7 @@ from sklearn_ext.linear_model import (
 )
 from sklearn_ext.svm import AlphaSeededSVC, KernelStore, alpha_seeded_cv
 from sklearn_ext.svm._solver import PairProblem
+from sklearn_ext.svm._training import PairFit
 
 NATIVE = [PegasosClassifier, LogisticSGDClassifier, LeastSquaresSGDRegressor]
 
@@ -97,7 +98,7 @@ def test_non_finite_dual_coefficients_raise_as_in_svc(small):
     problem.G = np.zeros(4)
     problem.rho = np.nan
     with pytest.raises(ValueError, match="dual coefficients or intercepts are not"):
-        model._set_model([problem], X[:4], 1.0, 2)
+        model._set_model(PairFit([problem], [None], 0.0), X[:4], 1.0)
 
 
 @pytest.mark.parametrize("Learner", NATIVE)

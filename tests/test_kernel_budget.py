@@ -8,8 +8,9 @@ from sklearn.svm import SVC
 
 from sklearn_ext import AlphaSeededSVC
 from sklearn_ext.svm import _kernel_store
-from sklearn_ext.svm._cv import as_alpha_seeded
+from sklearn_ext.svm._classes import as_alpha_seeded
 from sklearn_ext.svm._kernel_store import kernel_budget, resolve_kernel_dtype
+from sklearn_ext.svm._solver import SVMParams
 
 N = 400
 
@@ -40,7 +41,7 @@ def test_auto_picks_the_fastest_store_that_fits(
     monkeypatch.setattr(_kernel_store, "_memory_bytes", lambda: memory)
     assert resolve_kernel_dtype("auto", "auto", N) == np.dtype(dtype)
     model = AlphaSeededSVC(gamma=0.1)
-    store = model._kernel_store(X, 0.1)
+    store = SVMParams.of(model).kernel_store(X, 0.1)
     assert store.is_dense is dense
     assert store.nbytes <= kernel_budget("auto") + 8 * 64 * N  # + float64 slots
     fitted = model.fit(X, y)

@@ -17,6 +17,7 @@ from sklearn_ext import tree_cross_validate
 from sklearn_ext.model_selection import FoldPlan, choose_backend
 from sklearn_ext.svm import SEEDINGS, AlphaSeededSVC, KernelStore, alpha_seeded_cv
 from sklearn_ext.svm._kernel_store import kernel_matrix
+from sklearn_ext.svm._solver import SVMParams
 
 
 @pytest.fixture
@@ -348,7 +349,7 @@ def test_sir_replaces_one_removed_vector_by_one_added_point():
 
     # Two removed SVs near added point 0, one far from everything; labels +1.
     X = np.array([[0.0], [0.1], [5.0], [0.05], [0.08], [9.0]])
-    store = AlphaSeededSVC(gamma=1.0)._kernel_store(X, 1.0)
+    store = SVMParams.of(AlphaSeededSVC(gamma=1.0)).kernel_store(X, 1.0)
     t_rows = np.array([0, 1, 2])
     r_rows = np.array([3, 4, 5])
     ones = np.ones(3)
@@ -370,7 +371,7 @@ def test_mir_solves_the_published_system():
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3))
-    store = AlphaSeededSVC(gamma=0.5)._kernel_store(X, 0.5)
+    store = SVMParams.of(AlphaSeededSVC(gamma=0.5)).kernel_store(X, 0.5)
     s_rows, t_rows, r_rows = np.arange(20), np.arange(20, 25), np.arange(25, 30)
     y_s, y_t, y_r = np.where(rng.random(20) < 0.5, 1.0, -1.0), np.ones(5), np.ones(5)
     alpha_s = np.full(20, 0.5)  # all free: Delta f = 0 on every row

@@ -16,10 +16,10 @@ from sklearn_ext.svm import (
     AlphaSeededSVC,
     AlphaSeedingBackend,
     WarmStartStore,
+    _classes,
     alpha_seeded_cv,
 )
-from sklearn_ext.svm._classes import check_solved
-from sklearn_ext.svm._solver import PairProblem
+from sklearn_ext.svm._solver import PairProblem, check_solved
 
 
 def _plan(X, y, k):
@@ -131,13 +131,13 @@ def test_probability_sigmoids_only_for_models_someone_uses(svm_binary, monkeypat
     X, y = svm_binary
     plan = _plan(X, y, 4)
     calls = []
-    original = AlphaSeededSVC._fit_platt
+    original = _classes.platt_scaling
 
-    def counting(self, *args, **kwargs):
+    def counting(*args, **kwargs):
         calls.append(1)
-        return original(self, *args, **kwargs)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(AlphaSeededSVC, "_fit_platt", counting)
+    monkeypatch.setattr(_classes, "platt_scaling", counting)
     model = AlphaSeededSVC(C=3.0, gamma=0.2, probability=True, random_state=0)
     accuracy = alpha_seeded_cv(model, X, y, cv=plan)
     assert calls == []  # accuracy reads no probability

@@ -13,7 +13,7 @@ from sklearn.svm import SVC
 
 from sklearn_ext import tree_cross_validate
 from sklearn_ext.svm import AlphaSeededSVC, AlphaSeedingBackend, alpha_seeded_cv
-from sklearn_ext.svm._cv import as_alpha_seeded
+from sklearn_ext.svm._classes import as_alpha_seeded
 from sklearn_ext.svm._platt import couple_pairwise, sigmoid_predict, sigmoid_train
 
 

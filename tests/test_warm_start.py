@@ -24,6 +24,7 @@ from sklearn_ext.svm import (
     alpha_seeded_cv,
     svm_c_path_cv,
 )
+from sklearn_ext.svm._solver import SVMParams
 
 CS = [0.25, 1.0, 4.0, 16.0, 64.0]
 
@@ -339,7 +340,7 @@ def _kkt_gap(model, X, y, kernel) -> float:
     classes = model.classes_
     y_pm = np.where(y == classes[0], 1.0, -1.0)
     alpha = model._alpha_by_pair[0]
-    C = model._class_C_for(classes, np.searchsorted(classes, y))
+    C = SVMParams.of(model).class_C(classes, np.searchsorted(classes, y))
     C_i = np.where(y_pm > 0, C[0], C[1])
     K = kernel(X, X)
     G = y_pm * (K @ (y_pm * alpha)) - 1.0

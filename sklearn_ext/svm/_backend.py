@@ -10,14 +10,15 @@ import numpy as np
 from sklearn.svm import SVC
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
-from sklearn_ext.svm._classes import AlphaSeededSVC
-from sklearn_ext.svm._cv import (
+from sklearn_ext.svm._classes import (
+    AlphaSeededSVC,
+    FoldModels,
     as_alpha_seeded,
-    chain_count,
-    is_native_scoring,
-    run_folds,
+    check_fit_input,
 )
+from sklearn_ext.svm._cv import chain_count, run_folds
 from sklearn_ext.svm._seeding import SEEDINGS
+from sklearn_ext.svm._solver import SVMParams
 from sklearn_ext.svm._warm_start import WarmStartStore, store_in_use
 
 __all__ = ["AlphaSeedingBackend"]
@@ -154,23 +155,24 @@ class AlphaSeedingBackend(Backend):
         if self.warm_start_store is not None:
             model.set_params(warm_start_store=self.warm_start_store)
         with_store = store_in_use(model.warm_start_store) is not None
+        X, y = check_fit_input(model, task.X, task.y)
         # Accuracy is computed from the shared kernel store (the test rows'
         # kernel values are already there); other metrics go through the scorer.
-        native = is_native_scoring(task.scoring)
+        native = task.metric == "accuracy"
         test_rows = task.plan.test_indices
 
         def accuracy(solution):
             # In the chain's thread: the kernel reads release the GIL.
             tic = time.perf_counter()
             test = test_rows(solution.fold)
-            value = solution.accuracy(test, task.y[test])
+            value = solution.accuracy(test, y[test])
             return {"score": value}, time.perf_counter() - tic
 
         leaves = []
         folds = run_folds(
-            model,
-            task.X,
-            task.y,
+            SVMParams.of(model),
+            X,
+            y,
             task.plan,
             seeding=self.seeding,
             random_state=self.random_state,
@@ -179,7 +181,9 @@ class AlphaSeedingBackend(Backend):
             # A fold model is built only for someone to use: returned, or
             # scored through predict/decision_function. Scored natively and
             # not returned, a fold keeps no model (no support-vector copy).
-            keep_models=task.return_estimator or not native,
+            make_model=FoldModels(model, X, y)
+            if task.return_estimator or not native
+            else None,
         )
         # Closed on the way out, so that a stopped run waits for its chains.
         with closing(folds):

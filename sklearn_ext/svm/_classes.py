@@ -2,55 +2,40 @@
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.svm import SVC
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import (
     _ovr_decision_function,
     check_classification_targets,
 )
-from sklearn.utils.validation import (
-    check_is_fitted,
-    check_random_state,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_ext._fast._smo import update_gradient
-from sklearn_ext.svm._kernel_store import (
-    KernelStore,
-    kernel_matrix,
-    resolve_kernel_dtype,
-)
+from sklearn_ext.svm._kernel_store import kernel_matrix
 from sklearn_ext.svm._platt import (
     MIN_PROB,
     couple_pairwise,
+    platt_scaling,
     sigmoid_predict,
-    sigmoid_train,
 )
 from sklearn_ext.svm._solver import (
-    PairProblem,
-    pair_rows,
-    repair_equality,
-    solve_pair,
-    warn_not_converged,
+    FittedPairs,
+    SVMParams,
+    check_solved,
+    decision_from_kernel,
+    pairs,
+    vote_labels,
 )
-from sklearn_ext.svm._warm_start import (
-    StoredSolution,
-    data_fingerprint,
-    kernel_fingerprint,
-    kernel_key,
-    rows_fingerprint,
-    seed_fit,
-    seed_from_store,
-    store_in_use,
-)
+from sklearn_ext.svm._training import FitStart, PairFit, StoreKeys, train_pairs
+from sklearn_ext.svm._warm_start import store_in_use
 
-__all__ = ["AlphaSeededSVC"]
+__all__ = ["AlphaSeededSVC", "FoldModels", "as_alpha_seeded", "check_fit_input"]
 
 
 class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
@@ -294,112 +279,33 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
                 "The number of classes has to be greater than one; got "
                 f"{n_classes} class"
             )
-        gamma = self._resolve_gamma(X)
+        params = SVMParams.of(self)
+        gamma = params.resolve_gamma(X)
         starts = self._starting_alphas(initial_alpha, X.shape[0], n_classes)
         shared = None
         if self.probability:
-            shared, last_alphas = self._fit_platt(X, y)
+            scaling = platt_scaling(params, X, y, random_state=self.random_state)
+            self.probA_, self.probB_ = scaling.probA, scaling.probB
+            # The internal CV's store keeps the kernel for this fit.
+            shared = scaling.store
             if starts is None and store_in_use(self.warm_start_store) is None:
                 # The last fold's solution, held-out alphas at 0, is feasible.
-                starts = last_alphas
+                starts = scaling.last_alphas
         else:
             self.probA_ = np.empty(0)
             self.probB_ = np.empty(0)
-        keys = _StoreKeys(self, X, y, gamma, store=shared)
+        keys = StoreKeys(params, X, y, gamma, store=shared)
         store = keys.kernel_store(X, gamma)
-        c_by_class = self._class_C(y_enc, n_classes)
-        rows = np.arange(X.shape[0], dtype=np.intp)
-        problems = []
-        seeds = []
-        for p, (a, b) in enumerate(_pairs(n_classes)):
-            idx, y_pm = pair_rows(y_enc, rows, a, b)
-            C = np.where(y_pm > 0, c_by_class[a], c_by_class[b])
-            if starts is None:
-                alpha = np.zeros(idx.shape[0])
-                G = np.full(idx.shape[0], -1.0)
-            else:
-                alpha = np.array(starts[p][idx], dtype=np.float64)
-                repair_equality(alpha, y_pm, C)
-                G = None
-            problem = PairProblem(a, b, idx, y_pm, C, alpha, G)
-            found = None if starts is not None else keys.seed_fit(store, problem)
-            seeds.append(keys.solve(store, problem, found, None, seeded=True))
-            problems.append(problem)
-        self._set_model(problems, X, gamma, n_classes)
-        self._set_seeds(seeds)
+        fit = train_pairs(
+            keys,
+            store,
+            y_enc,
+            np.arange(X.shape[0], dtype=np.intp),
+            params.class_C(self.classes_, y_enc),
+            FitStart(keys, store, starts),
+        )
+        self._set_model(fit, X, gamma)
         return self
-
-    def _fit_platt(self, X, y):
-        """Platt's sigmoids from an internal alpha-seeded 5-fold CV.
-
-        Sets ``probA_`` and ``probB_``; returns the warm-start store the CV
-        ran with (it keeps the kernel for the final fit) and the last fold's
-        alphas, one full-length array per one-vs-one pair.
-        """
-        # Imported here: the backend and tree_cross_validate import this module.
-        from sklearn.model_selection import StratifiedKFold
-
-        from sklearn_ext.model_selection._plan import FoldPlan
-        from sklearn_ext.model_selection._validation import tree_cross_validate
-        from sklearn_ext.svm._backend import AlphaSeedingBackend
-        from sklearn_ext.svm._warm_start import WarmStartStore
-
-        classes, y_enc = np.unique(y, return_inverse=True)
-        counts = np.bincount(y_enc)
-        if counts.min() < 2:
-            raise ValueError(
-                "probability=True needs at least 2 samples of each class for its "
-                f"internal cross-validation; class {classes[counts.argmin()]!r} "
-                f"has {counts.min()}."
-            )
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(np.iinfo(np.int32).max))
-        # LIBSVM uses 5 folds; stratified, every class is in every training part.
-        splitter = StratifiedKFold(
-            n_splits=min(5, int(counts.min())), shuffle=True, random_state=seed
-        )
-        tests = [test for _, test in splitter.split(np.zeros(y.shape[0]), y_enc)]
-        plan = FoldPlan(tests, y.shape[0])
-        store = store_in_use(self.warm_start_store)
-        if store is None:
-            store = WarmStartStore()
-        inner = clone(self).set_params(
-            probability=False, warm_start=False, warm_start_store=store
-        )
-        result = tree_cross_validate(
-            inner,
-            X,
-            y,
-            cv=plan,
-            method=AlphaSeedingBackend(seeding="sir", random_state=seed),
-            return_estimator=True,
-        )
-        n_classes = classes.shape[0]
-        dec = np.zeros((y.shape[0], n_classes * (n_classes - 1) // 2))
-        for test, model in zip(tests, result["estimator"], strict=True):
-            dec[test] = model._ovo_from_kernel(model._kernel_to_support(X[test]))
-        probA, probB = [], []
-        for p, (a, b) in enumerate(_pairs(n_classes)):
-            mask = (y_enc == a) | (y_enc == b)
-            A, B = sigmoid_train(dec[mask, p], y_enc[mask] == a)
-            probA.append(A)
-            probB.append(B)
-        self.probA_ = np.array(probA)
-        self.probB_ = np.array(probB)
-        return store, result["estimator"][-1]._alpha_by_pair
-
-    def _set_seeds(self, seeds) -> None:
-        self.warm_start_C_ = np.array(
-            [np.nan if found is None else found[0].C for found in seeds]
-        )
-        self.warm_start_skipped_ = np.array(
-            [found is not None and found[1] for found in seeds], dtype=bool
-        )
-        # Only a seed from fewer rows (a CV fold's, for a refit) carries them.
-        self.warm_start_from_fold_ = np.array(
-            [found is not None and found[0].rows is not None for found in seeds],
-            dtype=bool,
-        )
 
     def _check_fit_data(self, X, y):
         X, y = validate_data(
@@ -420,49 +326,6 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if self.kernel == "precomputed" and sp.issparse(X):
             X = X.toarray()
         return X, y
-
-    def _kernel_store(self, X, gamma) -> KernelStore:
-        return KernelStore(
-            X,
-            self.kernel,
-            gamma,
-            self.degree,
-            self.coef0,
-            self.cache_size,
-            dtype=resolve_kernel_dtype(self.kernel_dtype, self.cache_size, X.shape[0]),
-        )
-
-    def _resolve_gamma(self, X) -> float:
-        if isinstance(self.gamma, str):
-            if self.gamma == "auto":
-                return 1.0 / X.shape[1]
-            with np.errstate(over="ignore", invalid="ignore"):
-                # Huge values give var=inf; the kernel check then refuses them.
-                if sp.issparse(X):
-                    var = X.multiply(X).mean() - X.mean() ** 2
-                else:
-                    var = X.var()
-            return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
-        return float(self.gamma)
-
-    def _class_C(self, y_enc, n_classes) -> np.ndarray:
-        return self._class_C_for(self.classes_, y_enc)
-
-    def _class_C_for(self, classes, y_enc) -> np.ndarray:
-        """``C`` of each class (``y_enc`` indexes ``classes``)."""
-        n_classes = classes.shape[0]
-        if self.class_weight is None:
-            weights = np.ones(n_classes)
-        elif isinstance(self.class_weight, dict):
-            _check_class_weight(self.class_weight, type(self).__name__)
-            weights = np.array(
-                [self.class_weight.get(c, 1.0) for c in classes], dtype=float
-            )
-        else:
-            weights = compute_class_weight(
-                self.class_weight, classes=np.arange(n_classes), y=y_enc
-            )
-        return float(self.C) * np.asarray(weights, dtype=np.float64)
 
     def _starting_alphas(self, initial_alpha, n_samples, n_classes):
         n_pairs = n_classes * (n_classes - 1) // 2
@@ -486,62 +349,44 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("initial_alpha must be finite.")
         return starts
 
-    def _set_model(self, problems, X, gamma, n_classes, rows=None) -> None:
-        """Fitted attributes from solved pair problems (global rows of ``X``).
-
-        ``rows`` maps the global rows to the training sample numbers reported in
-        ``support_`` (the identity when ``None``).
-        """
-        n_total = X.shape[0]
-        self._gamma = gamma
-        self.n_iter_ = np.array([p.n_iter for p in problems], dtype=np.int64)
-        self.objective_ = np.array([p.objective() for p in problems])
+    def _set_model(self, fit: PairFit, X, gamma) -> None:
+        """Fitted attributes from the solved pairs of ``fit`` (global rows of ``X``)."""
+        problems = fit.problems
         check_solved(problems, type(self).__name__, self.max_iter)
-        self._alpha_by_pair = []
-        is_sv = np.zeros((n_classes, n_total), dtype=bool)
-        for p in problems:
-            full = np.zeros(n_total)
-            full[p.idx] = p.alpha
-            self._alpha_by_pair.append(full)
-            sv = p.idx[p.alpha > 0]
-            first = p.y[p.alpha > 0] > 0
-            is_sv[p.first, sv[first]] = True
-            is_sv[p.second, sv[~first]] = True
-        support = np.concatenate(
-            [np.flatnonzero(is_sv[c]) for c in range(n_classes)]
-        ).astype(np.intp)
-        self.n_support_ = is_sv.sum(axis=1).astype(np.int32)
-        column = np.full(n_total, -1, dtype=np.intp)
-        column[support] = np.arange(support.shape[0])
-        dual = np.zeros((n_classes - 1, support.shape[0]))
-        pair_columns, pair_coefs, rho = [], [], []
-        for p in problems:
-            mask = p.alpha > 0
-            sv = p.idx[mask]
-            coef = (p.y * p.alpha)[mask]
-            cols = column[sv]
-            first = p.y[mask] > 0
-            dual[p.second - 1, cols[first]] = coef[first]
-            dual[p.first, cols[~first]] = coef[~first]
-            pair_columns.append(cols)
-            pair_coefs.append(coef)
-            rho.append(p.rho)
-        self._pair_columns = pair_columns
-        self._pair_coefs = pair_coefs
-        self._rho = np.array(rho)
-        self.support_ = support if rows is None else np.asarray(rows)[support]
-        self._support_rows = support
+        n_classes = self.classes_.shape[0]
+        fitted = FittedPairs(problems, X.shape[0], n_classes)
+        self._gamma = gamma
+        self.n_iter_ = fitted.n_iter
+        self.objective_ = fitted.objective
+        self._alpha_by_pair = fitted.alpha_by_pair
+        self.n_support_ = fitted.n_support
+        self._pair_columns = fitted.pair_columns
+        self._pair_coefs = fitted.pair_coefs
+        self._rho = fitted.rho
+        self.support_ = fitted.support
         if self.kernel == "precomputed":
             self.support_vectors_ = np.empty((0, 0))
         else:
-            self.support_vectors_ = X[support]
+            self.support_vectors_ = X[fitted.support]
         if n_classes == 2:
-            self.dual_coef_ = -dual
-            self.intercept_ = np.array([self._rho[0]])
+            self.dual_coef_ = -fitted.dual_coef
+            self.intercept_ = np.array([fitted.rho[0]])
         else:
-            self.dual_coef_ = dual
-            self.intercept_ = -self._rho
-        self.fit_status_ = 0 if all(p.converged for p in problems) else 1
+            self.dual_coef_ = fitted.dual_coef
+            self.intercept_ = -fitted.rho
+        self.fit_status_ = 0 if fitted.converged else 1
+        seeds = fit.seeds
+        self.warm_start_C_ = np.array(
+            [np.nan if found is None else found[0].C for found in seeds]
+        )
+        self.warm_start_skipped_ = np.array(
+            [found is not None and found[1] for found in seeds], dtype=bool
+        )
+        # Only a seed from fewer rows (a CV fold's, for a refit) carries them.
+        self.warm_start_from_fold_ = np.array(
+            [found is not None and found[0].rows is not None for found in seeds],
+            dtype=bool,
+        )
 
     # -- prediction ----------------------------------------------------------------
     def _kernel_to_support(self, X):
@@ -571,15 +416,10 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
 
     def _ovo_from_kernel(self, K):
         """One-vs-one decision values from the kernel ``K`` to ``support_``."""
-        dec = np.empty((K.shape[0], len(self._pair_coefs)))
-        for p, (cols, coef) in enumerate(
-            zip(self._pair_columns, self._pair_coefs, strict=True)
-        ):
-            dec[:, p] = K[:, cols] @ coef - self._rho[p]
-        return dec
+        return decision_from_kernel(K, self._pair_columns, self._pair_coefs, self._rho)
 
     def _vote(self, dec):
-        return _vote_labels(dec, self.classes_)
+        return vote_labels(dec, self.classes_)
 
     def decision_function(self, X):
         """Signed distance to the separating hyperplane(s).
@@ -669,7 +509,7 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         if n_classes == 2:
             return np.column_stack([pair[:, 0], 1.0 - pair[:, 0]])
         r = np.zeros((dec.shape[0], n_classes, n_classes))
-        for p, (a, b) in enumerate(_pairs(n_classes)):
+        for p, (a, b) in enumerate(pairs(n_classes)):
             r[:, a, b] = pair[:, p]
             r[:, b, a] = 1.0 - pair[:, p]
         return couple_pairwise(r)
@@ -700,214 +540,110 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         return tags
 
 
-def _check_class_weight(class_weight: dict, owner: str) -> None:
-    """Class weights scale ``C``: each must be a positive finite number."""
-    for value in class_weight.values():
-        if (
-            not isinstance(value, Real)
-            or isinstance(value, bool)
-            or not np.isfinite(value)
-            or not value > 0
-        ):
-            raise ValueError(
-                f"The 'class_weight' parameter of {owner} must map each class to "
-                f"a float in the range (0, inf). Got {class_weight!r} instead."
-            )
+#: SVC parameters that AlphaSeededSVC takes over as they are.
+_SHARED_PARAMS = (
+    "C",
+    "kernel",
+    "degree",
+    "gamma",
+    "coef0",
+    "shrinking",
+    "tol",
+    "cache_size",
+    "class_weight",
+    "max_iter",
+    "decision_function_shape",
+)
 
 
-def _pairs(n_classes: int):
-    return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+def as_alpha_seeded(estimator) -> AlphaSeededSVC:
+    """An unfitted :class:`AlphaSeededSVC` with the parameters of ``estimator``.
 
-
-def check_solved(problems, owner: str, max_iter: int) -> None:
-    """What fitting checks of solved pair problems, with or without a model.
-
-    A ``ConvergenceWarning`` when ``max_iter`` stopped a problem; SVC's
-    ``ValueError`` (its words, sklearn/svm/_base.py) when a support vector's
-    coefficient or a bias is not finite.
+    ``estimator`` is an ``AlphaSeededSVC`` (cloned) or a
+    :class:`sklearn.svm.SVC` without ``break_ties`` (``probability`` and
+    ``random_state`` are taken over). SVC's
+    default ``cache_size`` (200 MB, which makes a few thousand rows fall back to
+    kernel columns) becomes ``"auto"``: the fast path needs no tuning, and the
+    cache size never changes the model.
     """
-    if not all(p.converged for p in problems):
-        warn_not_converged(owner, max_iter)
-    if not all(
-        np.all(np.isfinite(p.alpha[p.alpha > 0])) and np.isfinite(p.rho)
-        for p in problems
-    ):
-        raise ValueError(
-            "The dual coefficients or intercepts are not finite. The input data "
-            "may contain large values and need to be preprocessed."
-        )
+    if isinstance(estimator, AlphaSeededSVC):
+        return clone(estimator)
+    if isinstance(estimator, SVC) and type(estimator) is SVC:
+        params = estimator.get_params()
+        if params["break_ties"] is True:
+            raise ValueError(
+                "Alpha-seeded CV reproduces SVC's decision function and votes; "
+                "SVC(break_ties=True) is not supported."
+            )
+        shared = {name: params[name] for name in _SHARED_PARAMS}
+        # SVC.probability defaults to "deprecated" in recent scikit-learn.
+        shared["probability"] = params["probability"] is True
+        shared["random_state"] = params["random_state"]
+        if shared["cache_size"] == SVC().cache_size:
+            shared["cache_size"] = "auto"
+        return AlphaSeededSVC(**shared)
+    raise TypeError(
+        "Alpha-seeded CV needs an AlphaSeededSVC or a sklearn.svm.SVC; got "
+        f"{type(estimator).__name__}."
+    )
 
 
-def _vote_labels(dec, classes) -> np.ndarray:
-    """Labels of one-vs-one voting on decision values ``dec`` (ties: lower class)."""
-    n_classes = classes.shape[0]
-    votes = np.zeros((dec.shape[0], n_classes), dtype=np.int64)
-    for p, (a, b) in enumerate(_pairs(n_classes)):
-        wins_a = dec[:, p] > 0
-        votes[wins_a, a] += 1
-        votes[~wins_a, b] += 1
-    return classes[np.argmax(votes, axis=1)]
+def check_fit_input(estimator: AlphaSeededSVC, X, y):
+    """What :meth:`AlphaSeededSVC.fit` checks, for a CV run of ``estimator``.
+
+    Its parameters, then the data: ``X`` as a float64 C-ordered array or
+    CSR matrix (a precomputed kernel square and dense), ``y`` class labels.
+
+    Returns
+    -------
+    X, y
+        The checked data.
+    """
+    estimator._validate_params()
+    return estimator._check_fit_data(X, y)
 
 
-class _PairDecisions:
-    """The decision functions of solved pair problems, without a fitted model.
+class FoldModels:
+    """Builds the fitted :class:`AlphaSeededSVC` of a CV fold from its solved pairs.
 
-    What scoring from the kernel store reads: for each one-vs-one problem the
-    global rows of its support vectors, their ``y_i * alpha_i`` and the bias,
-    in the order :meth:`AlphaSeededSVC._set_model` lays them out, so the
-    decision values are the model's bit for bit. A fold that no one will
-    predict with keeps this instead of a fitted model (no copy of its support
-    vectors).
+    The CV engine's ``make_model`` (:func:`~sklearn_ext.svm._cv.run_folds`):
+    a clone of ``estimator`` with the fitted attributes of the fold's pairs
+    (global rows of ``X``, as a fit on the fold's rows would lay them out)
+    and, with ``probability=True``, its own Platt sigmoids from an internal
+    CV on the fold's training rows, as ``SVC(probability=True)`` fitted on
+    them.
 
     Parameters
     ----------
-    problems : list of PairProblem
-        The solved problems, one per pair of classes, in :func:`_pairs` order.
-    classes : ndarray of shape (n_classes,)
-        Class labels.
+    estimator : AlphaSeededSVC
+        The unfitted model of the run.
+    X, y : data
+        The checked data of the run.
     """
 
-    def __init__(self, problems, classes) -> None:
-        self.classes = classes
-        self.rows, self.coefs = [], []
-        for p in problems:
-            mask = p.alpha > 0
-            self.rows.append(np.ascontiguousarray(p.idx[mask], dtype=np.intp))
-            self.coefs.append(np.ascontiguousarray((p.y * p.alpha)[mask]))
-        self.rho = np.array([p.rho for p in problems], dtype=np.float64)
+    def __init__(self, estimator: AlphaSeededSVC, X, y) -> None:
+        self.estimator = estimator
+        self.X = X
+        self.y = y
+        self.classes = np.unique(y)
 
-    def decision(self, columns, test_rows) -> np.ndarray:
-        """One-vs-one decision values of the global rows ``test_rows``.
-
-        Summed column by column over the support vectors from the kernel
-        store's ``columns`` (no kernel block is built; the reads release the
-        GIL).
-        """
-        rows = np.ascontiguousarray(test_rows, dtype=np.intp)
-        ones = np.ones(rows.shape[0])
-        dec = np.empty((rows.shape[0], len(self.coefs)))
-        for p, (sv, coef) in enumerate(zip(self.rows, self.coefs, strict=True)):
-            values = np.full(rows.shape[0], -self.rho[p])
-            update_gradient(columns, rows, ones, values, sv, coef)
-            dec[:, p] = values
-        return dec
-
-    def predict(self, columns, test_rows) -> np.ndarray:
-        """Labels of the global rows ``test_rows`` by one-vs-one voting."""
-        return _vote_labels(self.decision(columns, test_rows), self.classes)
-
-
-class _StoreKeys:
-    """How one model's problems are named in its warm-start store, if any."""
-
-    def __init__(self, model, X, y, gamma, store=None) -> None:
-        self.model = model
-        # ``store`` stands in for the model's own (probability=True's internal
-        # CV hands its kernel over to the final fit that way).
-        self.store = store_in_use(model.warm_start_store) if store is None else store
-        self.C = float(model.C)
-        self.tol = float(model.tol)
-        # A callable kernel without a declared key cannot be told apart from
-        # another one: its solutions only seed and its matrix is never kept.
-        self.exact = kernel_key(model.kernel) is not None
-        if self.store is None:
-            return
-        self.data = data_fingerprint(X, y)
-        self.kernel = kernel_fingerprint(
-            model.kernel,
-            gamma,
-            model.degree,
-            model.coef0,
-            model.class_weight,
-            resolve_kernel_dtype(model.kernel_dtype, model.cache_size, X.shape[0]),
-        )
-
-    def kernel_store(self, X, gamma) -> KernelStore:
-        model = self.model
-        if self.store is None:
-            return model._kernel_store(X, gamma)
-        key = None
-        if self.exact:
-            key = (
-                self.data,
-                kernel_fingerprint(
-                    model.kernel, gamma, model.degree, model.coef0, None
-                ),
-                str(model.cache_size),
-                str(
-                    resolve_kernel_dtype(
-                        model.kernel_dtype, model.cache_size, X.shape[0]
-                    )
-                ),
+    def __call__(self, fit: PairFit, rows: np.ndarray, gamma: float) -> AlphaSeededSVC:
+        X, y = self.X, self.y
+        model = clone(self.estimator)
+        model.classes_ = self.classes
+        if model.probability:
+            # A store of its own: the inner folds' kernels are not the run's.
+            sub = X[np.ix_(rows, rows)] if model.kernel == "precomputed" else X[rows]
+            scaling = platt_scaling(
+                SVMParams.of(model).with_store(None),
+                sub,
+                y[rows],
+                # As a clone of the fold model would: a copy of its generator.
+                random_state=copy.deepcopy(model.random_state),
             )
-        return self.store.kernel_store(key, lambda: model._kernel_store(X, gamma))
-
-    def slot(self, rows, a, b) -> tuple:
-        # A fit's problem is its data (a fold of a standard CV is a fit on other
-        # data, not changed data); a CV fold's is its rows of the data set.
-        where = "fit:" + self.data if rows is None else rows_fingerprint(rows)
-        return (self.kernel, where, int(a), int(b))
-
-    def lookup(self, rows, a, b, n_variables):
-        """``(StoredSolution, skip)`` to start from, or ``None``."""
-        if self.store is None:
-            return None
-        found = self.store.lookup(
-            self.slot(rows, a, b), self.data, self.C, tol=self.tol
-        )
-        if found is not None and found[0].alpha.shape != (n_variables,):
-            # Only a foreign file can get here (the key hashes the rows).
-            return None
-        return found
-
-    def seed_fit(self, kernel_store, problem):
-        """Start a fit's ``problem`` from the store: its own solution at the
-        nearest ``C`` or a CV fold's at this ``C``, whichever is lower
-        (:func:`~sklearn_ext.svm._warm_start.seed_fit`); the seed, or None."""
-        found = self.lookup(None, problem.first, problem.second, problem.idx.shape[0])
-        if found is not None:
-            self.seed(kernel_store, problem, found)
-        if self.store is None:
-            return found
-        slot = self.slot(None, problem.first, problem.second)
-        return seed_fit(
-            self.store, kernel_store, problem, slot, self.data, self.C, found
-        )
-
-    def seed(self, kernel_store, problem, found) -> None:
-        """Start ``problem`` from ``found``, a ``(StoredSolution, skip)`` pair."""
-        solution, skip = found
-        seed_from_store(
-            kernel_store,
-            solution,
-            skip,
-            problem,
-            self.C,
-            scale=bool(getattr(self.store, "scale", False)),
-        )
-        if skip:
-            # Same alphas, same gradient: same bias, no iteration.
-            problem.rho, problem.n_iter, problem.converged = solution.rho, 0, True
-
-    def solve(self, kernel_store, problem, found, rows, *, seeded=False):
-        """Seed ``problem`` from ``found`` (unless ``seeded``), solve, store it."""
-        model = self.model
-        if found is not None and not seeded:
-            self.seed(kernel_store, problem, found)
-        if found is None or not found[1]:
-            solve_pair(
-                kernel_store,
-                problem,
-                tol=model.tol,
-                max_iter=model.max_iter,
-                shrinking=model.shrinking,
-            )
-        if self.store is not None and problem.converged:
-            self.store.put(
-                self.slot(rows, problem.first, problem.second),
-                self.data,
-                StoredSolution.from_problem(
-                    self.C, problem, tol=self.tol, trusted=self.exact
-                ),
-            )
-        return found
+            model.probA_, model.probB_ = scaling.probA, scaling.probB
+        else:
+            model.probA_ = model.probB_ = np.empty(0)
+        model.n_features_in_ = X.shape[1]
+        model._set_model(fit, X, gamma)
+        return model

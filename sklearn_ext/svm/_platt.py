@@ -1,5 +1,12 @@
 """Platt scaling and pairwise coupling as LIBSVM computes them.
 
+:func:`platt_scaling` is what ``probability=True`` adds to a fit: an
+internal stratified 5-fold CV run by the alpha-seeded CV engine
+(:func:`~sklearn_ext.svm._cv.run_folds`, each fold seeded from the previous
+one on one kernel store), whose held-out decision values fit each
+one-vs-one pair's sigmoid. It calls the engine directly, below the run core
+that ``tree_cross_validate`` and the searches share.
+
 ``sigmoid_train`` is LIBSVM's ``sigmoid_train``: Platt's sigmoid fitted by
 Newton's method with a backtracking line search on the regularised targets
 (Lin, Lin and Weng, 2007, "A note on Platt's probabilistic outputs for support
@@ -10,12 +17,122 @@ vector machines", Algorithm 1). ``couple_pairwise`` is LIBSVM's
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["couple_pairwise", "sigmoid_predict", "sigmoid_train"]
+import numpy as np
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_random_state
+
+from sklearn_ext.svm._cv import TestFolds, chain_count, run_folds
+from sklearn_ext.svm._solver import FittedPairs, SVMParams, pairs
+from sklearn_ext.svm._warm_start import WarmStartStore, store_in_use
+
+__all__ = [
+    "PlattScaling",
+    "couple_pairwise",
+    "platt_scaling",
+    "sigmoid_predict",
+    "sigmoid_train",
+]
 
 #: LIBSVM clips each pairwise probability to [MIN_PROB, 1 - MIN_PROB].
 MIN_PROB = 1e-7
+
+
+@dataclass
+class PlattScaling:
+    """What ``probability=True``'s internal CV gives a fit.
+
+    Attributes
+    ----------
+    probA, probB : ndarray of shape (n_pairs,)
+        Platt's ``A`` and ``B`` of each one-vs-one pair.
+    store : WarmStartStore
+        The store the CV ran with: it keeps the kernel for the final fit.
+    last_alphas : list of ndarray of shape (n_samples,)
+        The last fold's alphas of each pair by row (its held-out rows at 0):
+        a feasible start of the final fit.
+    """
+
+    probA: np.ndarray
+    probB: np.ndarray
+    store: Any
+    last_alphas: list
+
+
+def platt_scaling(params: SVMParams, X, y, random_state=None) -> PlattScaling:
+    """Platt's sigmoids of every pair from an internal alpha-seeded CV.
+
+    LIBSVM's 5 folds, stratified (every class in every training part) and
+    shuffled by ``random_state``, run by the CV engine with SIR seeding on
+    one kernel store, kept in a :class:`~sklearn_ext.svm.WarmStartStore`
+    (``params``' own, or a new one) for the final fit. Each pair's sigmoid is
+    fitted on the held-out decision values of its two classes.
+
+    Parameters
+    ----------
+    params : SVMParams
+        The problem.
+    X : {ndarray, CSR matrix} of shape (n_samples, n_features)
+        Checked training data, or the precomputed kernel.
+    y : ndarray of shape (n_samples,)
+        Class labels.
+    random_state : int, RandomState instance or None, default=None
+        Shuffling of the folds (and seed of SIR's random replacements).
+
+    Returns
+    -------
+    scaling : PlattScaling
+    """
+    classes, y_enc = np.unique(y, return_inverse=True)
+    counts = np.bincount(y_enc)
+    if counts.min() < 2:
+        raise ValueError(
+            "probability=True needs at least 2 samples of each class for its "
+            f"internal cross-validation; class {classes[counts.argmin()]!r} "
+            f"has {counts.min()}."
+        )
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    splitter = StratifiedKFold(
+        n_splits=min(5, int(counts.min())), shuffle=True, random_state=seed
+    )
+    folds = TestFolds([test for _, test in splitter.split(np.zeros(y.shape[0]), y_enc)])
+    store = store_in_use(params.warm_start_store)
+    if store is None:
+        store = WarmStartStore()
+    # Collected first: the decision values are computed outside the chains'
+    # one-thread BLAS limit, as a fitted model's would be.
+    solutions = list(
+        run_folds(
+            params.with_store(store),
+            X,
+            y,
+            folds,
+            seeding="sir",
+            random_state=seed,
+            n_chains=chain_count(None, folds.n_splits, y.shape[0]),
+        )
+    )
+    n_classes = classes.shape[0]
+    gamma = params.resolve_gamma(X)
+    dec = np.zeros((y.shape[0], n_classes * (n_classes - 1) // 2))
+    last = None
+    for solution in solutions:
+        fitted = FittedPairs(solution.pairs.problems, y.shape[0], n_classes)
+        test = folds.test_indices(solution.fold)
+        dec[test] = fitted.decision(
+            params.support_kernel(X[test], X, fitted.support, gamma)
+        )
+        if solution.fold == folds.n_splits - 1:
+            last = fitted.alpha_by_pair
+    probA, probB = [], []
+    for p, (a, b) in enumerate(pairs(n_classes)):
+        mask = (y_enc == a) | (y_enc == b)
+        A, B = sigmoid_train(dec[mask, p], y_enc[mask] == a)
+        probA.append(A)
+        probB.append(B)
+    return PlattScaling(np.array(probA), np.array(probB), store, last)
 
 
 def _objective(dec, target, A, B) -> float:

@@ -61,54 +61,22 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
     prev_idx = np.ascontiguousarray(previous.idx, dtype=np.intp)
     idx = np.ascontiguousarray(idx, dtype=np.intp)
     s_new, s_prev, t_new, r_prev = split_rows(store.n_samples, prev_idx, idx)
-    s_rows, t_rows, r_rows = idx[s_new], idx[t_new], prev_idx[r_prev]
-    alpha_prev_s = previous.alpha[s_prev]
-    alpha_r = previous.alpha[r_prev]
-    y_s, y_t, y_r = y[s_new], y[t_new], previous.y[r_prev]
-    C_s, C_t = C[s_new], C[t_new]
-
-    if seeding == "ato":
-        # Small dense solves: BLAS threads cost more than they give here.
-        with blas_limits(1):
-            alpha_s, alpha_t = _ato(
-                store,
-                s_rows,
-                t_rows,
-                r_rows,
-                y_s,
-                y_t,
-                y_r,
-                C_s,
-                C_t,
-                alpha_prev_s,
-                alpha_r,
-                y_s * previous.G[s_prev],  # the paper's indicators f = y * G
-                previous.rho,
-            )
-    else:
-        alpha_s = alpha_prev_s
-        if seeding == "keep":
-            alpha_t = np.zeros(t_rows.shape[0])
-        elif seeding == "sir":
-            alpha_t = _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng)
-        else:  # "mir"
-            f_s = y_s * previous.G[s_prev]  # the paper's indicators
-            with blas_limits(1):
-                alpha_t = _mir(
-                    store,
-                    s_rows,
-                    t_rows,
-                    r_rows,
-                    y_s,
-                    y_t,
-                    y_r,
-                    alpha_s,
-                    alpha_r,
-                    C_s,
-                    C_t,
-                    f_s,
-                    previous.rho,
-                )
+    C_t = C[t_new]
+    alpha_s, alpha_t = _moved_alphas(
+        store,
+        previous,
+        idx[s_new],
+        idx[t_new],
+        prev_idx[r_prev],
+        s_prev,
+        r_prev,
+        y[s_new],
+        y[t_new],
+        C[s_new],
+        C_t,
+        seeding=seeding,
+        rng=rng,
+    )
     alpha = np.empty(idx.shape[0])
     alpha[s_new] = alpha_s
     alpha[t_new] = np.clip(alpha_t, 0.0, C_t)
@@ -132,6 +100,72 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
         np.ascontiguousarray(previous.G, dtype=np.float64),
     )
     return PairProblem(previous.first, previous.second, idx, y, C, alpha, G)
+
+
+def _moved_alphas(
+    store,
+    previous,
+    s_rows,
+    t_rows,
+    r_rows,
+    s_prev,
+    r_prev,
+    y_s,
+    y_t,
+    C_s,
+    C_t,
+    *,
+    seeding,
+    rng,
+):
+    """``alpha_S`` and ``alpha_T`` of the new fold by ``seeding`` (not "none").
+
+    ``S`` are the shared rows (positions ``s_prev`` in ``previous``), ``T`` the
+    added ones, ``R`` the removed ones (positions ``r_prev``).
+    """
+    alpha_prev_s = previous.alpha[s_prev]
+    alpha_r = previous.alpha[r_prev]
+    y_r = previous.y[r_prev]
+    if seeding == "ato":
+        # Small dense solves: BLAS threads cost more than they give here.
+        with blas_limits(1):
+            return _ato(
+                store,
+                s_rows,
+                t_rows,
+                r_rows,
+                y_s,
+                y_t,
+                y_r,
+                C_s,
+                C_t,
+                alpha_prev_s,
+                alpha_r,
+                y_s * previous.G[s_prev],  # the paper's indicators f = y * G
+                previous.rho,
+            )
+    if seeding == "keep":
+        return alpha_prev_s, np.zeros(t_rows.shape[0])
+    if seeding == "sir":
+        return alpha_prev_s, _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng)
+    f_s = y_s * previous.G[s_prev]  # "mir": the paper's indicators
+    with blas_limits(1):
+        alpha_t = _mir(
+            store,
+            s_rows,
+            t_rows,
+            r_rows,
+            y_s,
+            y_t,
+            y_r,
+            alpha_prev_s,
+            alpha_r,
+            C_s,
+            C_t,
+            f_s,
+            previous.rho,
+        )
+    return alpha_prev_s, alpha_t
 
 
 def _sir(store, t_rows, r_rows, y_t, y_r, alpha_r, C_t, rng):

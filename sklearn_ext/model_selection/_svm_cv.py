@@ -1,4 +1,13 @@
-"""CV scores of a kernel SVM along a path of ``C`` values, with warm starts."""
+"""k-fold CV of kernel SVMs: doors onto the run core with the alpha-seeding engine.
+
+:func:`alpha_seeded_cv` is :func:`~sklearn_ext.tree_cross_validate` with the
+``alpha_seeding`` backend, :func:`svm_c_path_cv` a
+:class:`~sklearn_ext.TreeCVSearchCV` over ``C`` with it: thin doors above
+the run core, as the searches are. The SVM package itself (the estimator,
+the solver and the CV engine) imports no door; ``sklearn_ext.svm`` re-exports
+these two on first access. Importing ``sklearn_ext.model_selection`` does not
+import this module.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +21,133 @@ from sklearn.utils._param_validation import StrOptions
 
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._search import TreeCVSearchCV
+from sklearn_ext.model_selection._validation import tree_cross_validate
 from sklearn_ext.svm._backend import AlphaSeedingBackend
-from sklearn_ext.svm._classes import AlphaSeededSVC
-from sklearn_ext.svm._cv import as_alpha_seeded
+from sklearn_ext.svm._classes import AlphaSeededSVC, as_alpha_seeded
 from sklearn_ext.svm._seeding import SEEDINGS
 from sklearn_ext.svm._warm_start import WarmStartStore
 from sklearn_ext.utils._param_validation import validate_params
 
-__all__ = ["svm_c_path_cv"]
+__all__ = ["alpha_seeded_cv", "svm_c_path_cv"]
+
+
+@validate_params(
+    {
+        "estimator": [AlphaSeededSVC, SVC],
+        "X": ["array-like", "sparse matrix"],
+        "y": ["array-like"],
+        "cv": ["cv_object", FoldPlan],
+        "seeding": [StrOptions(set(SEEDINGS))],
+        "scoring": [str, callable, list, tuple, set, dict, None],
+        "return_estimator": ["boolean"],
+        "random_state": [Integral],
+        "n_jobs": [Integral, None],
+    },
+)
+def alpha_seeded_cv(
+    estimator,
+    X,
+    y,
+    *,
+    cv=10,
+    seeding: str = "sir",
+    scoring=None,
+    return_estimator: bool = False,
+    random_state: int = 0,
+    n_jobs: int | None = None,
+) -> dict[str, Any]:
+    """k-fold CV of a kernel SVM, each fold's SMO seeded from the previous fold.
+
+    The same as :func:`~sklearn_ext.tree_cross_validate` with
+    ``method=AlphaSeedingBackend(seeding, random_state)``: the same folds,
+    fold numbering, scoring and result keys.
+
+    All folds share one kernel store (the full kernel matrix when it fits in
+    ``cache_size`` megabytes), so each kernel value is computed once for the
+    whole run. Fold ``h + 1`` starts from fold ``h``'s dual solution adapted by
+    ``seeding`` (Wen et al., 2017), with its gradient updated from the kernel
+    columns of the points that changed, then SMO runs to ``tol``: every fold's
+    model is the one LIBSVM would find, to ``tol``.
+
+    Parameters
+    ----------
+    estimator : AlphaSeededSVC or sklearn.svm.SVC
+        The model; an ``SVC``'s parameters are taken over by an
+        ``AlphaSeededSVC`` (``break_ties`` is not supported; with
+        ``probability=True`` each fold model fits its own Platt sigmoids).
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Data, or the ``(n_samples, n_samples)`` kernel for
+        ``kernel="precomputed"``.
+    y : array-like of shape (n_samples,)
+        Class labels. Every training part must hold every class.
+    cv : int, FoldPlan or cross-validation generator, default=10
+        An int gives stratified folds (:class:`StratifiedTreeCVSplitter`);
+        any splitter whose test folds partition the samples is accepted.
+    seeding : {"sir", "mir", "ato", "keep", "none"}, default="sir"
+        How fold ``h + 1`` starts from fold ``h``: ``"sir"`` moves each removed
+        support vector's alpha to the most kernel-similar added point of the
+        same label; ``"mir"`` fits the added alphas by least squares so the free
+        support vectors stay on the margin; ``"ato"`` follows the
+        adjust-towards-optimum path for a few steps; ``"keep"`` keeps the shared
+        alphas and starts the added ones at 0; ``"none"`` starts from 0 (only
+        the kernel store is shared).
+    scoring : str, callable, list, tuple, set or dict, default=None
+        As in :func:`~sklearn_ext.tree_cross_validate`; ``None`` is accuracy
+        (computed from the kernel store).
+    return_estimator : bool, default=False
+        Whether to return each fold's fitted :class:`AlphaSeededSVC`. Without
+        it, folds scored by accuracy build no model at all (no copy of their
+        support vectors): memory does not grow with the number of folds.
+    random_state : int, default=0
+        Seed of SIR's random replacements (used only when an added chunk has no
+        point of a removed support vector's label).
+    n_jobs : int, default=None
+        Seeding chains run in parallel threads: the folds are cut into this
+        many contiguous chains sharing the kernel store. ``None`` uses every
+        thread the process may use (see
+        :class:`~sklearn_ext.svm.AlphaSeedingBackend`); ``1`` one chain,
+        ``-1`` all CPUs. Each chain's first fold starts cold, so the results
+        agree with one chain's within ``tol``.
+
+    Returns
+    -------
+    result : dict
+        The keys of :func:`~sklearn_ext.tree_cross_validate` (``test_score``
+        or ``test_<name>`` per metric, ``fit_time`` (seeding plus solving),
+        ``score_time``, ``n_samples_fed``, ``backend``, ``estimator`` if
+        asked), every array in split order, plus the backend's extras:
+        ``n_iter`` (total SMO iterations of each fold, all one-vs-one
+        problems), ``seed_time``, ``objective`` (list of per-pair dual
+        objectives) and, with the estimator's ``warm_start_store``,
+        ``warm_start_seed`` (the stored ``C`` each fold started from, NaN for
+        none), ``warm_start_hits`` (problems seeded from the store) and
+        ``warm_start_skips`` (problems solved by the exact skip).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> from sklearn_ext.svm import AlphaSeededSVC, alpha_seeded_cv
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = scale(X)
+    >>> cold = alpha_seeded_cv(AlphaSeededSVC(C=10), X, y, cv=10, seeding="none")
+    >>> warm = alpha_seeded_cv(AlphaSeededSVC(C=10), X, y, cv=10, seeding="sir")
+    >>> bool(warm["n_iter"].sum() < cold["n_iter"].sum())
+    True
+    >>> bool(abs(warm["test_score"].mean() - cold["test_score"].mean()) < 0.01)
+    True
+    """
+    backend = AlphaSeedingBackend(seeding=seeding, random_state=random_state)
+    return tree_cross_validate(
+        as_alpha_seeded(estimator),
+        X,
+        y,
+        cv=cv,
+        scoring=scoring,
+        method=backend,
+        return_estimator=return_estimator,
+        n_jobs=n_jobs,
+    )
 
 
 def _check_positive(values, name: str) -> list:
