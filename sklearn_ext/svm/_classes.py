@@ -110,10 +110,10 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     probability : bool, default=False
         Whether to enable :meth:`predict_proba` and :meth:`predict_log_proba`,
         as in :class:`sklearn.svm.SVC`: :meth:`fit` first runs an internal
-        5-fold cross-validation (stratified, shuffled by ``random_state``)
-        through :func:`~sklearn_ext.tree_cross_validate` with the
-        ``alpha_seeding`` backend, so each fold is seeded from the previous one
-        and all share one kernel store, then fits LIBSVM's Platt sigmoid of
+        5-fold cross-validation (stratified, shuffled by ``random_state``) run
+        by the alpha-seeded CV engine (the one behind the ``alpha_seeding``
+        backend), so each fold is seeded from the previous one and all share
+        one kernel store, then fits LIBSVM's Platt sigmoid of
         each one-vs-one problem on its held-out decision values (Newton's
         method of Lin, Lin and Weng, 2007). The final model starts from the
         last fold's alphas. Multiclass probabilities couple the pairwise ones
