@@ -54,6 +54,14 @@ def test_probability_fit_loads_no_run_core(dataset):
     assert not {m for m in loaded if m.startswith("sklearn_ext.linear_model")}
 
 
+def test_importing_the_svm_package_loads_no_run_core():
+    loaded = _loaded_after("import sklearn_ext.svm")
+    assert not loaded & set(RUN_CORE)
+    # The doors and the backend come on first access.
+    loaded = _loaded_after("from sklearn_ext.svm import alpha_seeded_cv")
+    assert set(RUN_CORE) <= loaded
+
+
 def _imports(tree: ast.AST) -> set[str]:
     """Every module an AST imports, at module level or inside functions."""
     names = set()
