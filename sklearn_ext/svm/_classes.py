@@ -73,8 +73,12 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
     cache_size : float or "auto", default="auto"
         Kernel store budget in megabytes: the full kernel matrix is kept when it
         fits, an LRU cache of columns otherwise. ``"auto"`` (the fast path,
-        nothing to tune) gives the store half the memory this process may use,
-        so the whole matrix is kept whenever it fits. ``SVC``'s default of 200
+        nothing to tune) gives the store half the memory this process may
+        still allocate, read at each fit: the least of the machine's available
+        memory, what its ``ulimit`` (``RLIMIT_AS``, ``RLIMIT_DATA``) and its
+        cgroup's memory limit leave, so the whole matrix is kept whenever it
+        fits. A budget the process cannot hold raises a ``MemoryError`` naming
+        ``cache_size`` before the store is allocated. ``SVC``'s default of 200
         MB makes an 8,000-row problem fall back to columns; an ``SVC`` taken
         over with ``cache_size=200`` gets ``"auto"``.
     class_weight : dict or "balanced", default=None

@@ -24,12 +24,16 @@ from sklearn_ext.utils._threads import blas_limits, pool_limits
 __all__ = [
     "KernelStore",
     "available_threads",
+    "check_allocation",
+    "cgroup_headroom",
     "kernel_budget",
+    "memory_headroom",
     "kernel_matrix",
     "resolve_kernel_dtype",
 ]
 
-#: Share of the machine's memory that ``cache_size="auto"`` gives the kernel store.
+#: Share of the memory this process may still allocate that ``cache_size="auto"``
+#: gives the kernel store.
 AUTO_MEMORY_FRACTION = 0.5
 
 _BLOCK_ROWS = 1024
@@ -42,27 +46,171 @@ _NOT_FINITE = (
 # Sparse operands up to this many cells are densified: one dense GEMM beats a
 # sparse product whose result is dense anyway.
 _DENSIFY_CELLS = 2**25
+#: A cgroup "limit" at least this large means none (v1 writes 2**63 rounded down).
+_NO_LIMIT = 2.0**60
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _fields(text: str | None, sep: str = " ") -> dict[str, str]:
+    """``name value`` (or ``name: value``) lines as a dict."""
+    out = {}
+    for line in (text or "").splitlines():
+        name, _, value = line.partition(sep)
+        out[name.strip()] = value.strip()
+    return out
 
 
 @functools.cache
-def _memory_bytes() -> float:
-    """Memory this process may use: the machine's, or its cgroup's limit if lower."""
+def _machine_total() -> float:
+    """The machine's memory in bytes."""
     try:
-        total = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
-        total = 8.0 * 2**30
-    for path in (
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ):
-        try:
-            with open(path) as file:
-                limit = file.read().strip()
-        except OSError:
-            continue
-        if limit.isdigit():
-            total = min(total, float(limit))
+        return 8.0 * 2**30
+
+
+def _machine_available() -> float:
+    """What the machine has available (``MemAvailable``), in bytes."""
+    total = _machine_total()
+    info = _fields(_read("/proc/meminfo"), ":")
+    available = info.get("MemAvailable", "").split()
+    if available and available[0].isdigit():
+        return min(total, 1024.0 * float(available[0]))
     return total
+
+
+def _rlimit_headroom() -> list[tuple[float, str]]:
+    """What the soft ``RLIMIT_AS`` / ``RLIMIT_DATA`` leave, and their names."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return []
+    status = None
+    out = []
+    for name, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        soft, _ = resource.getrlimit(getattr(resource, name))
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            continue
+        if status is None:
+            status = _fields(_read("/proc/self/status"), ":")
+        used = status.get(field, "").split()
+        in_use = 1024.0 * float(used[0]) if used and used[0].isdigit() else 0.0
+        out.append((float(soft) - in_use, f"{name}={soft} bytes (ulimit)"))
+    return out
+
+
+@functools.cache
+def _limited_cgroups(proc_cgroup: str, root: str) -> tuple[tuple[str, ...], ...]:
+    """The memory cgroups of this process and their ancestors that set a limit.
+
+    Each as ``(folder, limit file, usage file, inactive-cache field)``: cgroup
+    v2 (``memory.max``, ``memory.current``) and v1 (``memory.limit_in_bytes``,
+    ``memory.usage_in_bytes``); the process's own cgroup, then each ancestor
+    up to the mount's root (in a cgroup namespace, the container's). Found
+    once per process; the limits and usages are read on every call.
+    """
+    levels = []
+    for line in (_read(proc_cgroup) or "").splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            levels.append((root, path, "memory.max", "memory.current", "inactive_file"))
+        elif "memory" in controllers.split(","):
+            levels.append(
+                (
+                    os.path.join(root, "memory"),
+                    path,
+                    "memory.limit_in_bytes",
+                    "memory.usage_in_bytes",
+                    "total_inactive_file",
+                )
+            )
+    found = []
+    for base, path, limit_file, usage_file, inactive in levels:
+        parts = [p for p in path.split("/") if p]
+        for depth in range(len(parts), -1, -1):
+            where = os.path.join(base, *parts[:depth])
+            limit = (_read(os.path.join(where, limit_file)) or "").strip()
+            if limit.isdigit() and float(limit) < _NO_LIMIT:
+                found.append((where, limit_file, usage_file, inactive))
+    return tuple(found)
+
+
+def cgroup_headroom(
+    proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+) -> tuple[float, str] | None:
+    """What this process's cgroups leave below their memory limits.
+
+    The limit less the usage of each limited level (:func:`_limited_cgroups`),
+    less its inactive file cache, which the kernel reclaims before it kills;
+    the tightest level binds. ``None`` without a memory limit. The usage
+    counts every process of the cgroup: other workers' memory is taken off.
+    """
+    best = None
+    for where, limit_file, usage_file, inactive in _limited_cgroups(proc_cgroup, root):
+        limit = (_read(os.path.join(where, limit_file)) or "").strip()
+        if not limit.isdigit():
+            continue
+        usage = (_read(os.path.join(where, usage_file)) or "0").strip()
+        used = float(usage) if usage.isdigit() else 0.0
+        cache = _fields(_read(os.path.join(where, "memory.stat"))).get(inactive, "0")
+        used -= float(cache) if cache.isdigit() else 0.0
+        left = float(limit) - max(used, 0.0)
+        if best is None or left < best[0]:
+            best = (left, f"the cgroup limit {limit} bytes of {where}")
+    return best
+
+
+def memory_headroom() -> tuple[float, str]:
+    """Bytes this process may still allocate, and the limit that binds.
+
+    The least of the machine's available memory (``MemAvailable``: what other
+    processes use is taken off), what the soft ``RLIMIT_AS`` and
+    ``RLIMIT_DATA`` leave (``ulimit -v`` / ``-d``, less this process's
+    virtual / data size) and what its cgroup leaves (:func:`cgroup_headroom`).
+    """
+    candidates = [(_machine_available(), "the machine's available memory")]
+    candidates += _rlimit_headroom()
+    in_cgroup = cgroup_headroom()
+    if in_cgroup is not None:
+        candidates.append(in_cgroup)
+    left, name = min(candidates, key=lambda item: item[0])
+    return max(left, 0.0), name
+
+
+def _memory_bytes() -> float:
+    """The memory ``cache_size="auto"`` is a share of: the machine's, or less.
+
+    What this process may still allocate (:func:`memory_headroom`), read anew
+    on every call (a kernel kept by an earlier fit, other workers of the
+    cgroup, a ``ulimit`` all lower it), and never more than the machine has.
+    """
+    return memory_headroom()[0]
+
+
+def check_allocation(n_bytes: float, cache_size, what: str) -> None:
+    """Refuse, before it is made, an allocation this process cannot make.
+
+    A ``MemoryError`` that names ``cache_size`` (the budget the allocation
+    came from) when ``n_bytes`` exceed :func:`memory_headroom`: a clear error
+    instead of a failed ``malloc`` deep in the build, or the kernel's OOM
+    killer under a cgroup limit.
+    """
+    left, limit = memory_headroom()
+    if n_bytes > left:
+        raise MemoryError(
+            f"The kernel store needs {n_bytes / 2**30:.2f} GiB for {what} within "
+            f"cache_size={cache_size!r}, but this process may allocate only "
+            f"{left / 2**30:.2f} GiB more ({limit}). Lower cache_size (it "
+            "changes the speed, never the model) or pass cache_size='auto', "
+            "which stays within the process's limits."
+        )
 
 
 def available_threads() -> int:
@@ -84,9 +232,11 @@ def kernel_budget(cache_size) -> float:
     """The kernel store's memory budget in bytes for a ``cache_size`` setting.
 
     ``"auto"`` is :data:`AUTO_MEMORY_FRACTION` of the memory this process may
-    use, so that the whole kernel matrix is kept whenever it fits in memory
-    (the fast path) and bounded columns are used otherwise; a number is
-    megabytes, as ``SVC``'s ``cache_size``.
+    still allocate (its limits read anew: the machine's available memory, the
+    ``ulimit``, the cgroup; see :func:`memory_headroom`), so that the whole
+    kernel matrix is kept whenever it fits (the fast path) and bounded
+    columns are used otherwise; a number is megabytes, as ``SVC``'s
+    ``cache_size``.
     """
     if isinstance(cache_size, str) and cache_size == "auto":
         return AUTO_MEMORY_FRACTION * _memory_bytes()
@@ -214,7 +364,9 @@ class KernelStore:
         Kernel parameters.
     cache_size : float or "auto"
         Memory budget in megabytes; ``"auto"`` is half the memory this process
-        may use (see :func:`kernel_budget`).
+        may still allocate (see :func:`kernel_budget`). The store's allocation
+        is checked against the process's limits before it is made
+        (:func:`check_allocation`).
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Precision of the stored matrix.
 
@@ -271,6 +423,11 @@ class KernelStore:
             and isinstance(self.X, np.ndarray)
         )
         if self.dtype.itemsize * n * n <= budget:
+            check_allocation(
+                self.dtype.itemsize * float(n) * n,
+                cache_size,
+                f"the {n}x{n} {self.dtype.name} kernel matrix",
+            )
             if native:
                 K = self._build_native()
             else:
@@ -278,6 +435,11 @@ class KernelStore:
             self._set_dense(K, budget)
         else:
             n_slots = max(2, int(budget // (8.0 * n)))
+            check_allocation(
+                8.0 * n * min(n_slots, n),
+                cache_size,
+                f"{min(n_slots, n)} cached kernel columns of {n} rows",
+            )
             if native:
                 # Columns computed without the GIL (one dgemv each).
                 self.columns = KernelColumns(
