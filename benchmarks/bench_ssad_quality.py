@@ -69,7 +69,7 @@ from sklearn_ext import (  # noqa: E402
     tree_cross_validate,
 )
 from sklearn_ext.anomaly._features import FEATURE_CACHE, resolve_gamma  # noqa: E402
-from sklearn_ext.anomaly._ssad import auroc  # noqa: E402
+from sklearn_ext.anomaly._labels import auroc  # noqa: E402
 
 K = 10
 GRID = {

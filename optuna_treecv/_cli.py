@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 import time
 import warnings
@@ -272,7 +273,7 @@ def _tune(args) -> int:
     import optuna
 
     from optuna_treecv._objective import StudyIdentityError, TreeCVObjective
-    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
+    from sklearn_ext.model_selection import TreeCVFallbackWarning
 
     if args.timeout is not None and not args.timeout > 0:
         raise CLIError(f"--timeout must be positive, got {args.timeout}.")
@@ -291,12 +292,6 @@ def _tune(args) -> int:
         )
     report = "per_fold" if args.pruner == "wilcoxon" else "running_mean"
     try:
-        # The one resolver decides, once, what runs the trials: a learner no
-        # fast backend accepts falls back to standard CV (said in the header).
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", TreeCVFallbackWarning)
-            backend = choose_backend(estimator, args.backend)
-        fallback = [w for w in caught if w.category is TreeCVFallbackWarning]
         objective = TreeCVObjective(
             estimator,
             space,
@@ -309,7 +304,7 @@ def _tune(args) -> int:
             n_jobs=args.n_jobs,
             random_state=args.seed,
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
         raise CLIError(" ".join(str(exc).split())) from None
     storage = _open_storage(args.storage, args.heartbeat)
     study_name = args.study_name or f"{args.learner}-{_stem(args.dataset)}"
@@ -340,6 +335,14 @@ def _tune(args) -> int:
         retried = retry_running_trials(study)
         print(f"Failed {len(retried)} RUNNING trial(s) and queued their points again.")
     n_before = len(study.trials)
+    # The study's one core decides, once, what runs the trials: a learner no
+    # fast backend accepts falls back to standard CV (said in the header).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TreeCVFallbackWarning)
+        backend = objective.core_.resolve(estimator).backend
+    fallback = [w for w in caught if w.category is TreeCVFallbackWarning]
+    said: dict = {}  # Warnings already shown, as Python's "default" action.
+    _say_once([w for w in caught if w.category is not TreeCVFallbackWarning], said)
     if backend.name == "standard":
         why = (
             f"TreeCV cannot run {type(estimator).__name__}"
@@ -355,8 +358,6 @@ def _tune(args) -> int:
         f"study {study_name!r} in {args.storage}"
     )
     errors: list[str] = []
-
-    said: dict = {}  # Warnings already shown, as Python's "default" action.
 
     def run_trial(trial: optuna.Trial) -> float:
         caught: list = []
@@ -541,9 +542,10 @@ def _regime_words(model) -> str:
             f"batches of {model.batch_size} rows (a TreeCVEstimator around {inner}, "
             f"not {inner}.fit)"
         )
+    from optuna_treecv._refit import _scored_regime
+
     name = type(model).__name__
-    backend = model.optuna_trial_.user_attrs.get("cv", {}).get("backend")
-    if backend in ("python_tree", "native_tree"):
+    if _scored_regime(model.optuna_trial_) == "one_pass":
         return f"trained as the trials scored it: {name}.fit, one ordered pass"
     return f"trained as the trials scored it: {name}.fit"
 
@@ -562,26 +564,19 @@ def _baseline(args, objective, best, ran) -> None:
 
     from optuna_treecv._objective import suggest_params
     from sklearn_ext import tree_cross_validate
-    from sklearn_ext.model_selection import (
-        TreeCVFallbackWarning,
-        TreeCVRegimeWarning,
-        choose_backend,
-        one_pass_estimator,
-    )
-    from sklearn_ext.model_selection._regime import scored_estimator
+    from sklearn_ext.model_selection import TreeCVRegimeWarning
+    from sklearn_ext.model_selection._regime import regime_estimator
 
     params = suggest_params(FixedTrial(best.params, best.number), objective.params)
     estimator = clone(objective.estimator).set_params(**params)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TreeCVFallbackWarning)
-        backend = choose_backend(estimator, objective.backend)
+    resolved = objective.core_.resolve(estimator)
+    backend = resolved.backend
     if backend.name == "standard":
         print("Time: every trial ran standard CV; there is no TreeCV to compare.")
         return
     # Like with like: standard CV trains each fold the way the trials scored it
     # (one ordered pass after a tree backend), not with the learner's own fit.
-    scored, regime = scored_estimator(estimator, backend)
-    reference = one_pass_estimator(estimator) if regime == "one_pass" else scored
+    reference = regime_estimator(estimator, resolved.regime, objective.core_.classes)
     runs, learn = {}, {}
     for key, method, model in (
         ("tree", backend, estimator),
@@ -646,37 +641,39 @@ def _speedup(standard: float, tree: float) -> str:
 
 
 def _cv(args) -> int:
-    from sklearn_ext import tree_cross_validate
-    from sklearn_ext.model_selection import TreeCVFallbackWarning, choose_backend
+    from sklearn_ext.model_selection import TreeCVFallbackWarning
 
     estimator, _, X, y = _setup(args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TreeCVFallbackWarning)
-        backend = choose_backend(estimator, "auto")
-    methods = [backend, "standard"]
-    if backend.name == "standard":
-        print(f"No fast backend runs {type(estimator).__name__}: standard CV only.")
-        methods = ["standard"]
     rows = []
-    for method in methods:
+    for method in ("auto", "standard"):
         tic = time.perf_counter()
         try:
-            result = tree_cross_validate(
-                estimator,
-                X,
-                y,
-                cv=args.cv,
-                scoring=args.scoring,
-                method=method,
-                n_jobs=args.n_jobs,
-                error_score="raise",
-            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", TreeCVFallbackWarning)  # said below
+                result = _tree_cv(args, estimator, X, y, method)
         except (TypeError, ValueError, AttributeError) as exc:
             # AttributeError: e.g. a scoring that needs predict_proba.
             raise CLIError(" ".join(str(exc).split())) from None
         wall = time.perf_counter() - tic
         scores = next(v for k, v in result.items() if k.startswith("test_"))
         rows.append((result["backend"], scores, result["n_samples_fed"], wall))
+        if result["backend"] == "standard":
+            reasons = [
+                match.group(1)
+                for w in caught
+                if w.category is TreeCVFallbackWarning
+                and (
+                    match := re.search(
+                        r"cannot run \w+ \((.*)\); method=", str(w.message)
+                    )
+                )
+            ]
+            why = f" ({reasons[0]})" if reasons else ""
+            print(
+                f"No fast backend runs {type(estimator).__name__}{why}: standard CV "
+                "only."
+            )
+            break
     print(
         f"{type(estimator).__name__} on {args.dataset} ({X.shape[0]} x "
         f"{X.shape[1]}), {args.cv}-fold CV, scoring={args.scoring or 'score'}"
@@ -692,6 +689,21 @@ def _cv(args) -> int:
             f"{rows[0][0]} is {rows[1][3] / rows[0][3]:.1f}x faster than standard CV."
         )
     return 0
+
+
+def _tree_cv(args, estimator, X, y, method):
+    from sklearn_ext import tree_cross_validate
+
+    return tree_cross_validate(
+        estimator,
+        X,
+        y,
+        cv=args.cv,
+        scoring=args.scoring,
+        method=method,
+        n_jobs=args.n_jobs,
+        error_score="raise",
+    )
 
 
 def _details(trial) -> dict[str, Any]:

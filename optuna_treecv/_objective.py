@@ -24,21 +24,10 @@ from optuna.pruners import NopPruner, WilcoxonPruner
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from sklearn_ext.model_selection import (
-    Backend,
-    FoldPlan,
-    TreeCVFallbackWarning,
-    choose_backend,
-)
-from sklearn_ext.model_selection._backends import summarize_extras
+from sklearn_ext.model_selection import Backend, FoldPlan
+from sklearn_ext.model_selection._backends import LeafTable, summarize_extras
 from sklearn_ext.model_selection._choice import METHODS
-from sklearn_ext.model_selection._validation import (
-    _validate_data,
-    make_fold_plan,
-    make_scorer_dict,
-    stratifies,
-    tree_cross_validate,
-)
+from sklearn_ext.model_selection._core import Resolved, RunCore
 
 if TYPE_CHECKING:
     from optuna.trial import BaseTrial
@@ -237,62 +226,46 @@ class TreeCVObjective:
         warm_start_store=None,
     ) -> None:
         _check_params_spec(params, estimator)
-        if not isinstance(backend, Backend) and (
-            not isinstance(backend, str) or backend not in METHODS
-        ):
-            raise ValueError(
-                "The 'backend' parameter of TreeCVObjective must be a str among "
-                f"{set(METHODS)} or a Backend. Got {backend!r} instead."
-            )
-        if report not in REPORTS:
-            raise ValueError(
-                "The 'report' parameter of TreeCVObjective must be one of "
-                f"{REPORTS}. Got {report!r} instead."
-            )
-        if scoring is not None and not (isinstance(scoring, str) or callable(scoring)):
-            raise ValueError(
-                "The 'scoring' parameter of TreeCVObjective must be a str, a "
-                f"callable or None (one metric). Got {scoring!r} instead."
-            )
-        make_scorer_dict(estimator, scoring)  # An unknown metric fails here.
+        _check_arguments(backend, report, scoring, fit_params)
         self.estimator = estimator
         self.params = params
-        self.X, self.y = _validate_data(X, y)
         self.cv = cv
         self.scoring = scoring
         self.backend = backend
         self.report = report
         self.n_jobs = n_jobs
         self.random_state = random_state
-        if fit_params is not None and not isinstance(fit_params, Mapping):
-            raise TypeError(
-                "The 'fit_params' parameter of TreeCVObjective must be a dict or "
-                f"None. Got {fit_params!r} instead."
-            )
         self.fit_params = dict(fit_params or {})
-        if warm_start_store is not None and warm_start_store is not False:
-            # The backend that will run the trials must keep such a store.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TreeCVFallbackWarning)
-                try:
-                    choose_backend(estimator, backend, store=warm_start_store)
-                except TypeError as exc:
-                    raise ValueError(
-                        "The 'warm_start_store' parameter of TreeCVObjective "
-                        f"cannot be used with {type(estimator).__name__}: {exc}"
-                    ) from None
-        self.warm_start_store = warm_start_store
-        # Stores of the trials' backends' own (warm_start_store=None), by class.
-        self._default_stores: dict[type, Any] = {}
         rng = check_random_state(random_state)
         self._seed = int(rng.randint(0, 2**31 - 1))
-        self.fold_plan_: FoldPlan = make_fold_plan(
-            cv,
-            self.X,
-            self.y,
-            classifier=stratifies(estimator),
-            random_state=rng,
-        )
+        try:
+            # One core for the whole study: the data, folds, scorer, classes,
+            # stores and notes are decided once, not per trial.
+            self.core_ = RunCore(
+                estimator,
+                X,
+                y,
+                cv=cv,
+                scoring=scoring,
+                method=backend,
+                random_state=rng,
+                fit_params=self.fit_params,
+                n_jobs=n_jobs,
+                # A fold that cannot be scored fails the trial with its reason
+                # (Optuna records it; `catch=` decides), not a silent nan.
+                error_score="raise",
+                store=warm_start_store,
+                refit=True,
+            )
+        except TypeError as exc:
+            if warm_start_store is None or warm_start_store is False:
+                raise
+            raise ValueError(
+                "The 'warm_start_store' parameter of TreeCVObjective cannot be "
+                f"used with {type(estimator).__name__}: {exc}"
+            ) from None
+        self.X, self.y = self.core_.X, self.core_.y
+        self.fold_plan_: FoldPlan = self.core_.plan
         self._warned_wilcoxon = False
         self._identity: dict[str, Any] | None = None
         self._checked_studies: weakref.WeakSet = weakref.WeakSet()
@@ -309,34 +282,14 @@ class TreeCVObjective:
                 f"study with two directions; this study has {n_objectives}."
             )
         multi = n_objectives == 2
-        if (
-            self.report == "running_mean"
-            and isinstance(getattr(study, "pruner", None), WilcoxonPruner)
-            and not self._warned_wilcoxon
-        ):
-            self._warned_wilcoxon = True
-            warnings.warn(
-                "WilcoxonPruner compares per-instance values; use "
-                "TreeCVObjective(..., report='per_fold') with it.",
-                UserWarning,
-                stacklevel=2,
-            )
+        self._warn_about_wilcoxon(study)
         params = suggest_params(trial, self.params)
         estimator = clone(self.estimator)
         try:
             estimator.set_params(**params)
         except ValueError as exc:
             raise ValueError(f"Cannot set params {params!r}: {exc}") from None
-        store = self.warm_start_store
-        if store is None:
-            store = self._default_store(estimator)
-        elif store is False:
-            store = None
-        session = (
-            store.session() if callable(getattr(store, "session", None)) else store
-        )
-        backend = choose_backend(estimator, self.backend, store=session)
-
+        resolved = self.core_.resolve(estimator)
         plan = self.fold_plan_
         report = None if multi else self.report
         extra: dict[str, Any] = {}
@@ -352,62 +305,50 @@ class TreeCVObjective:
         progress = _Progress(trial, plan.n_splits, report)
         tic = time.perf_counter()
         try:
-            result = tree_cross_validate(
-                estimator,
-                self.X,
-                self.y,
-                cv=plan,
-                scoring=self.scoring,
-                method=backend,
-                n_jobs=self.n_jobs,
-                fit_params=self.fit_params,
-                leaf_callback=progress,
-                # A fold that cannot be scored fails the trial with its reason
-                # (Optuna records it; `catch=` decides), not a silent nan.
-                error_score="raise",
-            )
+            table = self.core_.run(resolved, plan=plan, leaf_callback=progress)
         except optuna.TrialPruned:
-            details = progress.record(backend, time.perf_counter() - tic)
+            details = progress.record(resolved, time.perf_counter() - tic)
             _write_attrs(trial, {**details, **extra})
             raise
-        scores = np.asarray(result["test_score"])
-        mean = float(np.mean(scores))
-        std = float(np.std(scores))
-        details = {f"split{i}_test_score": float(s) for i, s in enumerate(scores)}
-        details.update(
-            mean_test_score=mean,
-            std_test_score=std,
-            stderr_test_score=_stderr(scores),
-            n_samples_fed=int(result["n_samples_fed"]),
-            fit_time=float(np.sum(result["fit_time"])),
-            score_time=float(np.sum(result["score_time"])),
-            cv_time=time.perf_counter() - tic,
-            backend=str(result["backend"]),
-        )
-        details.update(summarize_extras(type(backend).extras, result))
+        details = _details(table, resolved, time.perf_counter() - tic)
         _write_attrs(trial, {**details, **extra})
-        publish = getattr(store, "publish", None)
+        publish = getattr(resolved.store, "publish", None)
         if publish is not None:
-            publish(trial, session)
+            publish(trial, resolved.session)
+        mean, std = details["mean_test_score"], details["std_test_score"]
         return (mean, std) if multi else mean
+
+    def _warn_about_wilcoxon(self, study) -> None:
+        if (
+            self.report == "running_mean"
+            and isinstance(getattr(study, "pruner", None), WilcoxonPruner)
+            and not self._warned_wilcoxon
+        ):
+            self._warned_wilcoxon = True
+            warnings.warn(
+                "WilcoxonPruner compares per-instance values; use "
+                "TreeCVObjective(..., report='per_fold') with it.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def warm_start_store(self):
+        """The ``warm_start_store`` the trials share (``None``: the backend's own).
+
+        Setting it between trials changes the store later trials read and
+        fill (a worker that opens its own artifact store, for instance).
+        """
+        return self.core_.store
+
+    @warm_start_store.setter
+    def warm_start_store(self, store) -> None:
+        self.core_.store = store
 
     @property
     def warm_start_store_(self):
-        store = self.warm_start_store
-        if store is False:
-            return None
-        return self._default_store(clone(self.estimator)) if store is None else store
-
-    def _default_store(self, estimator):
-        """The store the trial's backend offers, one per backend class."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", TreeCVFallbackWarning)  # said by the run
-            backend = choose_backend(estimator, self.backend)
-        kind = type(backend)
-        if kind not in self._default_stores:
-            # setdefault: threads racing on the first trial keep one store.
-            self._default_stores.setdefault(kind, backend.default_store(estimator))
-        return self._default_stores[kind]
+        """The store the trials share (the backend's own by default), or None."""
+        return self.core_.store_of(clone(self.estimator))
 
     # -- study identity -------------------------------------------------------------
     def check_study(self, study: optuna.Study) -> dict[str, Any]:
@@ -557,7 +498,7 @@ class _Progress:
                 f"Pruned after {len(self.scores)} of {self.n_splits} folds."
             )
 
-    def record(self, backend: Backend, wall_time: float) -> dict[str, Any]:
+    def record(self, resolved: Resolved, wall_time: float) -> dict[str, Any]:
         """The details of a pruned trial: every finished fold, rows, times."""
         details: dict[str, Any] = {
             f"split{fold}_test_score": score
@@ -568,10 +509,59 @@ class _Progress:
             fit_time=self.fit_time,
             score_time=self.score_time,
             cv_time=wall_time,
-            backend=backend.name,
+            backend=resolved.backend.name,
+            regime=resolved.regime,
         )
-        details.update(summarize_extras(type(backend).extras, self.extras))
+        details.update(summarize_extras(type(resolved.backend).extras, self.extras))
         return details
+
+
+def _details(table: LeafTable, resolved: Resolved, wall_time: float) -> dict[str, Any]:
+    """A finished trial's details: every fold's score, the summary, rows, times."""
+    table = table.by_split()
+    scores = np.asarray(table.scores["score"], dtype=float)
+    details: dict[str, Any] = {
+        f"split{i}_test_score": float(score) for i, score in enumerate(scores)
+    }
+    details.update(
+        mean_test_score=float(np.mean(scores)),
+        std_test_score=float(np.std(scores)),
+        stderr_test_score=_stderr(scores),
+        n_samples_fed=int(np.sum(table.n_samples_fed)),
+        fit_time=float(np.sum(table.fit_time)),
+        score_time=float(np.sum(table.score_time)),
+        cv_time=wall_time,
+        backend=resolved.backend.name,
+        regime=resolved.regime,
+    )
+    details.update(summarize_extras(type(resolved.backend).extras, table.extras))
+    return details
+
+
+def _check_arguments(backend, report, scoring, fit_params) -> None:
+    """Refuse ``TreeCVObjective``'s invalid arguments, naming each."""
+    if not isinstance(backend, Backend) and (
+        not isinstance(backend, str) or backend not in METHODS
+    ):
+        raise ValueError(
+            "The 'backend' parameter of TreeCVObjective must be a str among "
+            f"{set(METHODS)} or a Backend. Got {backend!r} instead."
+        )
+    if report not in REPORTS:
+        raise ValueError(
+            "The 'report' parameter of TreeCVObjective must be one of "
+            f"{REPORTS}. Got {report!r} instead."
+        )
+    if scoring is not None and not (isinstance(scoring, str) or callable(scoring)):
+        raise ValueError(
+            "The 'scoring' parameter of TreeCVObjective must be a str, a "
+            f"callable or None (one metric). Got {scoring!r} instead."
+        )
+    if fit_params is not None and not isinstance(fit_params, Mapping):
+        raise TypeError(
+            "The 'fit_params' parameter of TreeCVObjective must be a dict or "
+            f"None. Got {fit_params!r} instead."
+        )
 
 
 def _write_attrs(trial: BaseTrial, details: dict[str, Any]) -> None:

@@ -10,7 +10,9 @@ from optuna.trial import FixedTrial, TrialState
 from sklearn.base import clone, is_classifier
 
 from optuna_treecv._objective import suggest_params
-from sklearn_ext.model_selection import one_pass_estimator, one_standard_error_rule
+from sklearn_ext.model_selection import one_standard_error_rule
+from sklearn_ext.model_selection._choice import backend_class
+from sklearn_ext.model_selection._regime import regime_estimator
 
 if TYPE_CHECKING:
     import optuna
@@ -193,11 +195,8 @@ def refit_estimator(
     else:
         values = suggest_params(FixedTrial(trial.params, trial.number), params)
     model = clone(estimator).set_params(**values)
-    if _scored_backend(trial) not in _FIT_BACKENDS and callable(
-        getattr(model, "partial_fit", None)
-    ):
-        classes = np.unique(y) if is_classifier(model) and y is not None else None
-        model = one_pass_estimator(model, classes=classes)
+    classes = np.unique(y) if is_classifier(model) and y is not None else None
+    model = regime_estimator(model, _scored_regime(trial), classes)
     lend = warm_start_store is not None and _takes_store(model)
     if lend:
         model.set_params(warm_start_store=warm_start_store)
@@ -214,16 +213,20 @@ def _takes_store(model) -> bool:
     return "warm_start_store" in params and params["warm_start_store"] is None
 
 
-#: Backends whose folds are the learner's own ``fit`` (refit with ``fit``).
-_FIT_BACKENDS = ("standard", "alpha_seeding", "exact")
+def _scored_regime(trial: FrozenTrial) -> str:
+    """What ``trial``'s folds were: ``"fit"`` or ``"one_pass"``.
 
-
-def _scored_backend(trial: FrozenTrial) -> str | None:
-    """The backend that scored ``trial`` (its ``cv`` attribute, or ``backend``)."""
+    Recorded in its ``cv`` attribute; a trial recorded before the regime was
+    (only its backend's name) is asked of that backend's declaration.
+    """
     cv = trial.user_attrs.get("cv")
-    if isinstance(cv, Mapping) and "backend" in cv:
-        return cv["backend"]
-    return trial.user_attrs.get("backend")
+    cv = cv if isinstance(cv, Mapping) else trial.user_attrs
+    if cv.get("regime") in ("fit", "one_pass"):
+        return cv["regime"]
+    try:
+        return backend_class(str(cv.get("backend"))).scores
+    except ValueError:
+        return "fit"
 
 
 def _cv_results(trials: list[FrozenTrial]) -> dict[str, list]:

@@ -27,9 +27,32 @@ def _loaded_after(statement: str) -> set[str]:
     return set(out.stdout.split())
 
 
+KERNELS = (
+    "sklearn_ext._fast._smo",
+    "sklearn_ext._fast._tree",
+    "sklearn_ext._fast._ssad",
+)
+
+
+def test_a_python_tree_run_loads_only_its_backend():
+    # The run core finds the engines by name: a run of the Python tree loads
+    # no learner package and none of the native or SVM kernels.
+    loaded = _loaded_after(
+        "import warnings; warnings.simplefilter('ignore'); "
+        "from sklearn.datasets import load_iris; "
+        "from sklearn.linear_model import SGDClassifier; "
+        "from sklearn_ext import tree_cross_validate, TreeCVSearchCV; "
+        "X, y = load_iris(return_X_y=True); "
+        "tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5); "
+        "TreeCVSearchCV(SGDClassifier(), {'alpha': [1e-4]}, cv=3).fit(X, y)"
+    )
+    assert "sklearn_ext.model_selection._backends" in loaded
+    assert not {m for m in loaded if m.startswith(LEARNER_PACKAGES + KERNELS)}
+
+
 def test_model_selection_imports_no_learner_package():
     loaded = _loaded_after("import sklearn_ext.model_selection")
-    assert not {m for m in loaded if m.startswith(LEARNER_PACKAGES)}
+    assert not {m for m in loaded if m.startswith(LEARNER_PACKAGES + KERNELS)}
 
 
 @pytest.mark.parametrize(
@@ -81,3 +104,74 @@ def test_cache_parameter_is_validated(estimator):
         r"\{'memory'\}, an instance of '.*PrefixCache' or None. Got 'disk' instead.",
     ):
         estimator(cache="disk").fit(X, y)
+
+
+def _project_imports() -> dict[str, set[str]]:
+    """Every project module and the project modules it imports, anywhere in it.
+
+    Imports inside functions count. ``from package import name`` is followed to
+    the module the package takes ``name`` from; packages' ``__init__`` modules
+    themselves are left out (they re-export, lazily or not).
+    """
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    paths = {}
+    for package in ("sklearn_ext", "optuna_treecv"):
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            paths[name] = path
+    packages = {m for m, p in paths.items() if p.name == "__init__.py"}
+
+    def reexports(package: str) -> dict[str, str]:
+        tree = ast.parse(paths[package].read_text())
+        return {
+            alias.asname or alias.name: node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names
+        }
+
+    def resolve(module: str, name: str | None = None) -> str | None:
+        if name is not None and f"{module}.{name}" in paths:
+            return f"{module}.{name}"
+        if module in packages and name is not None:
+            source = reexports(module).get(name)
+            if source in paths:
+                return resolve(source)
+        return module if module in paths else None
+
+    graph = {}
+    for module, path in paths.items():
+        if module in packages:
+            continue
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {resolve(alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets |= {resolve(node.module, a.name) for a in node.names}
+        graph[module] = {t for t in targets if t and t != module} - packages
+    return graph
+
+
+def test_no_import_cycle_between_modules():
+    graph = _project_imports()
+    assert "sklearn_ext.model_selection._core" in graph
+
+    def reaches(start: str, goal: str) -> list[str] | None:
+        stack, seen = [(start, [start])], {start}
+        while stack:
+            module, path = stack.pop()
+            for target in graph.get(module, ()):
+                if target == goal:
+                    return path + [goal]
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, path + [target]))
+        return None
+
+    cycles = [c for m in graph if (c := reaches(m, m)) is not None]
+    assert not cycles, " -> ".join(cycles[0])

@@ -9,7 +9,7 @@ from sklearn.linear_model import SGDClassifier
 
 from sklearn_ext import SemiSupervisedAnomalyDetector, tree_cross_validate
 from sklearn_ext._fast import _ssad, _tree
-from sklearn_ext.anomaly._ssad import auroc
+from sklearn_ext.anomaly._labels import auroc
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
@@ -21,7 +21,11 @@ from sklearn_ext.model_selection._backends import (
     PythonTreeBackend,
 )
 from sklearn_ext.model_selection._native import NativeTreeBackend
-from sklearn_ext.model_selection._validation import make_fold_plan, make_scorer_dict
+from sklearn_ext.model_selection._validation import (
+    make_fold_plan,
+    make_scorer_dict,
+    native_metric,
+)
 
 
 @pytest.fixture
@@ -56,6 +60,7 @@ def _task(estimator, X, y, *, cv, order, scoring=None, **kwargs):
         plan=plan,
         scorer=make_scorer_dict(estimator, scoring),
         scoring=scoring,
+        metric=native_metric(estimator, scoring),
         **kwargs,
     )
 

@@ -36,6 +36,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 
 from sklearn_ext import tree_cross_validate
 from sklearn_ext.model_selection import PythonTreeBackend
+from sklearn_ext.model_selection._scoring import native_metric
 from sklearn_ext.model_selection._shortcuts import (
     fast_accuracy,
     sgd_classifier_update,
@@ -299,10 +300,12 @@ def test_shortcuts_apply_only_where_they_are_exact():
         pass
 
     assert sgd_classifier_update(MySGD(random_state=0), X, {}) is None
-    assert fast_accuracy(sgd, None) is not None
+    # The run's native metric (CVTask.metric), decided once by the run core.
+    assert fast_accuracy(sgd, native_metric(sgd, None)) is not None
     assert fast_accuracy(sgd, "accuracy") is not None
     assert fast_accuracy(sgd, "f1_macro") is None
-    assert fast_accuracy(GaussianNB(), None) is None
+    assert fast_accuracy(sgd, None) is None  # a callable or several metrics
+    assert fast_accuracy(GaussianNB(), "accuracy") is None
 
 
 def test_backend_option_is_validated_and_shown():

@@ -18,7 +18,7 @@ from sklearn_ext import (
 )
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import FEATURE_CACHE
-from sklearn_ext.anomaly._ssad import auroc
+from sklearn_ext.anomaly._labels import auroc
 from sklearn_ext.model_selection._backends import PythonTreeBackend
 
 SSAD = SemiSupervisedAnomalyDetector
@@ -479,7 +479,7 @@ def test_native_tree_bad_fit_params_and_missing_labels():
         X,
         None,
         cv=3,
-        scoring=lambda m, X, y: m.decision_function(X).mean(),
+        scoring=lambda m, X, y=None: m.decision_function(X).mean(),
     )
     assert np.all(np.isfinite(result["test_score"]))
 

@@ -179,14 +179,15 @@ def test_regression_and_fit_time_accounting():
 
 # -- unsupervised learners ----------------------------------------------------------
 @REGIME_NOTE
-def test_clustering_score_is_minus_mean_squared_distance():
+def test_clustering_scoring_none_is_the_estimators_score():
+    # scoring=None means what it means in cross_validate: KMeans.score
+    # (minus the test rows' inertia), in every door.
     X, _ = load_iris(return_X_y=True)
     est = MiniBatchKMeans(n_clusters=3, random_state=0, n_init=1)
     result = tree_cross_validate(est, X, cv=5, return_estimator=True)
     plan = TreeCVSplitter(5).plan(X)
     for fold, model in enumerate(result["estimator"]):
-        X_test = X[plan.test_indices(fold)]
-        expected = -np.mean(np.min(model.transform(X_test), axis=1) ** 2)
+        expected = model.score(X[plan.test_indices(fold)])
         assert_allclose(result["test_score"][fold], expected, rtol=1e-10)
 
 
@@ -213,15 +214,16 @@ class IncrementalGaussian(DensityMixin, BaseEstimator):
 
 
 @REGIME_NOTE
-def test_density_score_is_mean_log_likelihood():
+def test_density_scored_by_mean_log_likelihood():
     X, _ = load_iris(return_X_y=True)
-    tree = tree_cross_validate(IncrementalGaussian(), X, cv=TreeCVSplitter(7))
-    ref = cross_validate(
-        IncrementalGaussian(),
-        X,
-        cv=KFold(7),
-        scoring=lambda est, X, y=None: est.score_samples(X).mean(),
+
+    def scoring(est, X, y=None):
+        return est.score_samples(X).mean()
+
+    tree = tree_cross_validate(
+        IncrementalGaussian(), X, cv=TreeCVSplitter(7), scoring=scoring
     )
+    ref = cross_validate(IncrementalGaussian(), X, cv=KFold(7), scoring=scoring)
     assert_allclose(tree["test_score"], ref["test_score"], rtol=1e-10)
 
 

@@ -386,7 +386,7 @@ def test_trials_warm_start_by_default(data):
     sgd = SGDClassifier(random_state=0)
     plain = TreeCVObjective(sgd, {"alpha": SPACE["C"]}, X, y, backend="standard")
     optuna.create_study(direction="maximize").optimize(plain, n_trials=1)
-    assert plain._default_stores == {type(choose_backend(sgd, "standard")): None}
+    assert plain.core_._stores == {type(choose_backend(sgd, "standard")): None}
 
 
 @pytest.mark.parametrize(

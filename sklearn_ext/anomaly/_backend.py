@@ -8,7 +8,7 @@ from sklearn.utils import check_array, check_random_state
 
 from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import cached_features, draw_weights, resolve_gamma
-from sklearn_ext.anomaly._ssad import training_labels
+from sklearn_ext.anomaly._labels import training_labels
 
 __all__ = ["native_model"]
 
@@ -67,7 +67,7 @@ def native_model(detector, task):
         )
     y_train = training_labels(task.y, task.fit_params.get("labeled"), len(X), owner)
     y_true = None if task.y is None else training_labels(task.y, None, len(X), owner)
-    if task.scoring is None:
+    if task.metric == "score":
         if y_true is None:
             raise ValueError(
                 f"Scoring {owner} with scoring=None (the AUROC) needs the true "
@@ -85,7 +85,7 @@ def native_model(detector, task):
         *detector._kernel_args(),
         phi,
         y_train,
-        y_true if task.scoring is None else None,
+        y_true if task.metric == "score" else None,
     )
 
     def rebuild(state: np.ndarray):

@@ -86,6 +86,10 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
 
     _loss: str
     _schedule: str
+    #: ``partial_fit`` updates row by row in the given order (how rows are
+    #: batched does not matter) and ``fit`` is ``max_iter`` such passes: what
+    #: the run core reads, without importing this package.
+    _treecv_row_stream = True
     _average: bool
 
     _parameter_constraints: dict = {
@@ -250,7 +254,8 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
         return self
 
     # -- the native tree ------------------------------------------------------------
-    #: Leaf metrics the kernel computes in C (``scoring=None`` is the first).
+    #: Leaf metrics the kernel computes in C (``scoring=None`` is the first,
+    #: the mixin's ``score``).
     _native_metrics: tuple[str, ...] = (
         "r2",
         "neg_mean_squared_error",
@@ -278,8 +283,8 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
         Returns
         -------
         model : sklearn_ext._fast._sgd.SGDModel
-            The row kernel, scoring leaves in C when ``task.scoring`` is one of
-            ``_native_metrics`` (or None).
+            The row kernel, scoring leaves in C when ``task.metric`` (the
+            run's native metric) is one of ``_native_metrics``.
         rebuild : callable
             ``rebuild(state)`` is this estimator fitted to the model ``state``.
         """
@@ -299,9 +304,7 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
                 f"{unknown}. Use method='standard' or a Python learner for others."
             )
         sample_weight = self._sample_weight(task.fit_params.get("sample_weight"), X)
-        scoring = self._native_metrics[0] if task.scoring is None else task.scoring
-        if not (isinstance(scoring, str) and scoring in self._native_metrics):
-            scoring = None
+        scoring = task.metric if task.metric in self._native_metrics else None
         model = self._kernel(X, y, sample_weight, scoring)
         classes, n_features = getattr(self, "classes_", None), X.shape[1]
 

@@ -1,11 +1,13 @@
 """Fold plans, TreeCV splitters, tree cross-validation and searches.
 
-Importing this package imports none of the learner packages: the native tree
-(``NativeTreeBackend``) asks each estimator for its kernel, the SVM's
-alpha-seeding backend is found by name on first use, and the exact statistics
-backend (``ExactStatisticsBackend``) names the scikit-learn learners it runs
-without importing them.
+Importing this package imports none of the learner packages and no kernel:
+the native tree (``NativeTreeBackend``, loaded on first use) asks each estimator
+for its kernel, the SVM's alpha-seeding backend is found by name on first use,
+and the exact statistics backend (``ExactStatisticsBackend``) names the
+scikit-learn learners it runs without importing them.
 """
+
+import importlib
 
 from sklearn_ext.model_selection._backends import (
     Backend,
@@ -22,7 +24,6 @@ from sklearn_ext.model_selection._exact import (
     StatisticsCache,
     exact_learners,
 )
-from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._refit import one_standard_error_rule
 from sklearn_ext.model_selection._regime import (
@@ -60,3 +61,18 @@ __all__ = [
     "one_standard_error_rule",
     "tree_cross_validate",
 ]
+
+#: Public names loaded on first use (their modules load native kernels).
+_LAZY = {"NativeTreeBackend": "sklearn_ext.model_selection._native"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -15,6 +15,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from traceback import format_exc
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,6 +23,10 @@ from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
 
+from sklearn_ext.model_selection._estimator import (
+    TreeCVEstimator,
+    balanced_class_weight,
+)
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._shortcuts import (
     _NotApplicable,
@@ -75,6 +80,9 @@ class LeafResult:
         The engine's own index of the fold: the chunk that the recursion tree
         holds out (``plan.leaf_order[split]``). Engines work with it; ``None``
         when the result was not made by an engine.
+    fit_error : str or None
+        The traceback of the fit that failed for this fold (its scores are
+        then ``error_score``), as ``cross_validate`` records failed fits.
     """
 
     split: int
@@ -85,6 +93,7 @@ class LeafResult:
     estimator: Any = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     leaf: int | None = None
+    fit_error: str | None = None
 
     @property
     def fold(self) -> int:
@@ -109,27 +118,37 @@ class LeafTable(Sequence):
     score_time: np.ndarray
     estimator: list | None = None
     extras: dict[str, list] = field(default_factory=dict)
+    #: Traceback of each row's failed fit (``None`` when it did not fail), or
+    #: ``None`` when no fit failed.
+    fit_error: list | None = None
 
     @classmethod
     def from_leaves(cls, leaves: Sequence[LeafResult]) -> LeafTable:
         """The columns of a sequence of :class:`LeafResult`."""
-        names = list(leaves[0].scores) if len(leaves) else []
-        extra_names = list(leaves[0].extras) if len(leaves) else []
+        names = list(dict.fromkeys(n for leaf in leaves for n in leaf.scores))
+        extra_names = list(dict.fromkeys(n for leaf in leaves for n in leaf.extras))
         estimators = [leaf.estimator for leaf in leaves]
+        errors = [leaf.fit_error for leaf in leaves]
         return cls(
             split=np.array([leaf.split for leaf in leaves], dtype=np.intp),
             leaf=np.array(
                 [leaf.split if leaf.leaf is None else leaf.leaf for leaf in leaves],
                 dtype=np.intp,
             ),
-            scores={n: np.array([leaf.scores[n] for leaf in leaves]) for n in names},
+            scores={
+                n: np.array([leaf.scores.get(n, np.nan) for leaf in leaves])
+                for n in names
+            },
             n_samples_fed=np.array(
                 [leaf.n_samples_fed for leaf in leaves], dtype=np.int64
             ),
             fit_time=np.array([leaf.fit_time for leaf in leaves], dtype=float),
             score_time=np.array([leaf.score_time for leaf in leaves], dtype=float),
             estimator=None if all(e is None for e in estimators) else estimators,
-            extras={n: [leaf.extras[n] for leaf in leaves] for n in extra_names},
+            extras={
+                n: [leaf.extras.get(n, np.nan) for leaf in leaves] for n in extra_names
+            },
+            fit_error=None if all(e is None for e in errors) else errors,
         )
 
     @classmethod
@@ -165,6 +184,9 @@ class LeafTable(Sequence):
             extras={
                 name: [values[i] for i in order] for name, values in self.extras.items()
             },
+            fit_error=None
+            if self.fit_error is None
+            else [self.fit_error[i] for i in order],
         )
 
     def __len__(self) -> int:
@@ -182,6 +204,7 @@ class LeafTable(Sequence):
             None if self.estimator is None else self.estimator[index],
             {name: values[index] for name, values in self.extras.items()},
             int(self.leaf[index]),
+            None if self.fit_error is None else self.fit_error[index],
         )
 
 
@@ -189,9 +212,12 @@ class LeafTable(Sequence):
 class CVTask:
     """Everything a backend needs for one cross-validation run.
 
-    ``X`` is a validated ndarray or CSR matrix (or, for the Python tree and
-    the standard backend, a DataFrame or an object array of rows such as
-    texts) and ``y`` an ndarray or ``None``.
+    ``X`` is a validated ndarray or CSR matrix, or for a backend that takes
+    data as given (:attr:`Backend.data_as_given`) the user's data made
+    indexable (a DataFrame, a list of rows or texts, NaN for an imputer);
+    ``y`` is an ndarray or ``None``. Built by the run core
+    (:class:`~sklearn_ext.model_selection._core.RunCore`), which decides the
+    scorer, the native metric, the classes and the stores once.
     """
 
     estimator: Any
@@ -214,21 +240,22 @@ class CVTask:
     n_jobs: int | None = None
     return_estimator: bool = False
     on_leaf: Callable[[LeafResult], None] | None = None
+    #: Parameters of the scorers; per-sample arrays are restricted to the
+    #: rows scored.
+    score_params: dict[str, Any] = field(default_factory=dict)
+    #: Also score each fold's model on its training rows (``"train:<name>"``).
+    return_train_score: bool = False
+    #: The score of a fold whose fit fails (``"raise"``: the error propagates).
+    error_score: Any = "raise"
+    #: The names of the metrics ``scorer`` returns (``("score",)`` for one).
+    names: tuple[str, ...] = ("score",)
 
     def rows(self, indices: np.ndarray) -> tuple[Any, Any, dict[str, Any]]:
         """``X``, ``y`` and sample-aligned fit params restricted to ``indices``."""
         key = _as_slice(indices)
-        # A DataFrame's rows (and column names) are taken as scikit-learn does.
-        X = _safe_indexing(self.X, indices) if hasattr(self.X, "iloc") else self.X[key]
+        X = _take(self.X, key)
         y = None if self.y is None else self.y[key]
-        n_samples = self.plan.n_samples
-        params = {
-            key: _safe_indexing(value, indices)
-            if _is_sample_aligned(value, n_samples)
-            else value
-            for key, value in self.fit_params.items()
-        }
-        return X, y, params
+        return X, y, _restricted(self.fit_params, indices, self.plan.n_samples)
 
     def score(
         self, model, leaf: int, columns: np.ndarray | None = None
@@ -239,13 +266,28 @@ class CVTask:
         matrix by columns too, as scikit-learn does for pairwise estimators.
         """
         tic = time.perf_counter()
-        X, y, _ = self.rows(self.plan.test_indices(leaf))
-        if columns is not None:
-            X = _safe_indexing(X, columns, axis=1)
-        scores = {
-            name: float(value) for name, value in self.scorer(model, X, y).items()
-        }
+        scores = self._scores(model, self.plan.test_indices(leaf), columns)
+        if self.return_train_score:
+            train = self._scores(model, self.plan.train_indices(leaf), columns)
+            scores.update({f"train:{name}": value for name, value in train.items()})
         return scores, time.perf_counter() - tic
+
+    def _scores(self, model, rows, columns) -> dict[str, float]:
+        X, y, _ = self.rows(rows)
+        if columns is not None:  # a precomputed kernel: the training columns
+            X = _safe_indexing(X, columns, axis=1)
+        params = _restricted(self.score_params, rows, self.plan.n_samples)
+        return {
+            name: float(value)
+            for name, value in self.scorer(model, X, y, **params).items()
+        }
+
+    def score_names(self) -> list[str]:
+        """The names of the scores of a leaf (``"score"`` for one metric)."""
+        names = list(self.names)
+        if self.return_train_score:
+            names += [f"train:{name}" for name in names]
+        return names
 
     def leaf_result(
         self,
@@ -256,6 +298,7 @@ class CVTask:
         score_time: float,
         estimator=None,
         extras: Mapping[str, Any] | None = None,
+        fit_error: str | None = None,
     ) -> LeafResult:
         """The :class:`LeafResult` of ``leaf``, numbered by its split index."""
         return LeafResult(
@@ -267,6 +310,7 @@ class CVTask:
             estimator if self.return_estimator else None,
             dict(extras or {}),
             int(leaf),
+            fit_error,
         )
 
     def emit(self, leaf: LeafResult) -> None:
@@ -281,6 +325,16 @@ def _as_slice(indices: np.ndarray) -> np.ndarray | slice:
     if n and indices[-1] - indices[0] == n - 1 and np.all(np.diff(indices) == 1):
         return slice(int(indices[0]), int(indices[-1]) + 1)
     return indices
+
+
+def _restricted(params: dict[str, Any], indices, n_samples: int) -> dict[str, Any]:
+    """``params`` with their per-sample arrays restricted to ``indices``."""
+    return {
+        key: _safe_indexing(value, indices)
+        if _is_sample_aligned(value, n_samples)
+        else value
+        for key, value in params.items()
+    }
 
 
 def _is_sample_aligned(value, n_samples: int) -> bool:
@@ -442,17 +496,6 @@ class _Meter:
         return taken
 
 
-def _partial_fit(task: CVTask, learner: _Learner, rows: np.ndarray, meter: _Meter):
-    X, y, params = task.rows(rows)
-    if not learner.fitted and task.classes is not None:
-        params = {**params, "classes": task.classes}
-    tic = time.perf_counter()
-    learner.model.partial_fit(X, y, **params)
-    meter.fit_time += time.perf_counter() - tic
-    meter.n_samples_fed += len(rows)
-    learner.fitted = True
-
-
 class _TreeRun:
     """One run of the Python tree: the rows gathered once, the shortcuts chosen once.
 
@@ -495,14 +538,15 @@ class _TreeRun:
         self.shortcuts = shortcuts
         self.update = None
         self.fast_score = None
-        # A task that scores its own way (a search's) is asked for each leaf.
-        self.own_scoring = type(task).score is CVTask.score
+        # Leaves scored on the gathered rows, without restricting score
+        # parameters or scoring the training rows too, which task.score does.
+        self.own_scoring = not (task.score_params or task.return_train_score)
         # The shortcuts skip the learner's checks of X: they need a finite
         # numeric array, checked here once per run.
         if shortcuts and _finite_numeric(self.X):
             self.update = sgd_classifier_update(task.estimator, self.X, self.params)
             if self.own_scoring and task.y is not None and task.y.ndim == 1:
-                self.fast_score = fast_accuracy(task.estimator, task.scoring)
+                self.fast_score = fast_accuracy(task.estimator, task.metric)
 
     def fed(self, node: tuple[int, int], sibling: tuple[int, int]):
         """Where the rows fed to obtain ``node`` are: a slice or positions."""
@@ -557,6 +601,7 @@ class _TreeRun:
         start, end = node
         task = self.task
         if start == end:
+            _flush(learner.model, meter)
             scores, score_time = self.score(learner.model, start)
             fed, fit_time = meter.take()
             model = copy.deepcopy(learner.model) if task.return_estimator else None
@@ -585,6 +630,20 @@ class _TreeRun:
         return list(self.subtree(node, learner, meter))
 
 
+def _flush(model, meter: _Meter) -> None:
+    """Feed the rows a batching wrapper keeps waiting, as training.
+
+    A :class:`TreeCVEstimator` feeds rows short of a full batch when it is
+    first used (and keeps the result): doing it here makes a fit that fails
+    on them a failed fit of the fold, as in ``cross_validate``, rather than a
+    failed scoring.
+    """
+    if isinstance(model, TreeCVEstimator):
+        tic = time.perf_counter()
+        model.estimator_  # noqa: B018 (the property feeds the waiting rows)
+        meter.fit_time += time.perf_counter() - tic
+
+
 def _finite_numeric(X) -> bool:
     """Whether ``X`` is a 2-D numeric ndarray without NaN or infinity."""
     if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind not in "biuf":
@@ -593,9 +652,11 @@ def _finite_numeric(X) -> bool:
 
 
 def _take(X, key):
-    """Rows ``key`` (a slice or positions) of an array, CSR matrix or DataFrame."""
-    if isinstance(X, np.ndarray) or not hasattr(X, "iloc"):
+    """Rows ``key`` (a slice or positions) of an array, CSR matrix, frame or list."""
+    if isinstance(X, np.ndarray) or (hasattr(X, "shape") and not hasattr(X, "iloc")):
         return X[key]
+    if isinstance(key, slice):
+        key = np.arange(key.start, key.stop)
     return _safe_indexing(X, key)
 
 
@@ -665,6 +726,9 @@ class PythonTreeBackend(Backend):
     @classmethod
     def accepts(cls, estimator) -> bool:
         return callable(getattr(estimator, "partial_fit", None))
+
+    def refusal(self, estimator, X, y) -> str | None:
+        return balanced_class_weight(estimator)
 
     def run(self, task: CVTask) -> LeafTable:
         run = _TreeRun(task, self.shortcuts)
@@ -736,16 +800,17 @@ def _emit_all(task: CVTask, leaves, *, outputs=None) -> LeafTable:
 
 # -- the standard reference ---------------------------------------------------------
 class StandardBackend(Backend):
-    """``k`` independent fits: the reference and the fallback.
+    """``k`` independent fits: scikit-learn's standard CV, the reference and fallback.
 
-    Each fold's model is the estimator's own ``fit`` on the fold's training
-    rows (in the plan's order), as in ``cross_validate``: this is the switch
-    that scores a learner's ``fit`` when it trains differently from the one
-    ordered pass the tree scores (``SGDClassifier``'s epochs). A learner whose
-    ``fit`` is that one pass (see :func:`fit_is_one_pass`) is instead fed the
-    fold's rows update by update through ``partial_fit``, exactly as the tree
-    feeds them: the same model, bit for bit, as the tree's. A splitter's own
-    training rows (a purged K-fold's) are honoured as given.
+    Each fold's model is the estimator's own ``fit`` on the splitter's own
+    training rows, in the splitter's own order (:meth:`FoldPlan.fit_indices`),
+    exactly as in ``cross_validate``: the same fold scores for every splitter
+    and learner, order-sensitive ones included. This is the switch that
+    scores a learner's ``fit`` when it trains differently from the one ordered
+    pass the tree scores (``SGDClassifier``'s epochs). A splitter's own
+    training rows (a purged K-fold's) are honoured as given. A fold whose fit
+    fails is scored ``task.error_score`` with its traceback, as in
+    ``cross_validate``, unless that is ``"raise"``.
     """
 
     name = "standard"
@@ -781,31 +846,29 @@ def _estimator(backend: Backend, task: CVTask):
 
 
 def _standard_fold(task: CVTask, estimator, fold: int) -> LeafResult:
-    from sklearn_ext.model_selection._regime import fit_is_one_pass
-
-    learner = _Learner(clone(estimator))
-    meter = _Meter()
-    pairwise = get_tags(learner.model).input_tags.pairwise
-    if (
-        not pairwise
-        and PythonTreeBackend.accepts(learner.model)
-        and fit_is_one_pass(learner.model)
-    ):
-        for rows in task.plan.train_segments(fold):
-            _partial_fit(task, learner, rows, meter)
-    else:
-        rows = task.plan.train_indices(fold)
-        X, y, params = task.rows(rows)
-        if pairwise:  # a precomputed kernel: training columns too
-            X = _safe_indexing(X, rows, axis=1)
-        tic = time.perf_counter()
-        learner.model.fit(X, y, **params)
-        meter.fit_time += time.perf_counter() - tic
-        meter.n_samples_fed += len(rows)
-    columns = task.plan.train_indices(fold) if pairwise else None
-    scores, score_time = task.score(learner.model, fold, columns=columns)
-    fed, fit_time = meter.take()
-    return task.leaf_result(fold, scores, fed, fit_time, score_time, learner.model)
+    model = clone(estimator)
+    pairwise = get_tags(model).input_tags.pairwise
+    rows = task.plan.fit_indices(fold)
+    X, y, params = task.rows(rows)
+    if pairwise:  # a precomputed kernel: training columns too
+        X = _safe_indexing(X, rows, axis=1)
+    tic = time.perf_counter()
+    try:
+        if y is None:
+            model.fit(X, **params)
+        else:
+            model.fit(X, y, **params)
+    except Exception:
+        if task.error_score == "raise":
+            raise
+        fit_time = time.perf_counter() - tic
+        scores = {name: float(task.error_score) for name in task.score_names()}
+        return task.leaf_result(
+            fold, scores, len(rows), fit_time, 0.0, fit_error=format_exc()
+        )
+    fit_time = time.perf_counter() - tic
+    scores, score_time = task.score(model, fold, columns=rows if pairwise else None)
+    return task.leaf_result(fold, scores, len(rows), fit_time, score_time, model)
 
 
 def accepts_classes(estimator) -> bool:

@@ -5,36 +5,62 @@ Every door (:func:`~sklearn_ext.tree_cross_validate`, ``TreeCVSearchCV``,
 :func:`choose_backend`, so the same estimator and method give the same backend,
 the same warning and the same recorded name everywhere.
 
-The exact statistics and native tree backends live in this package and are
-imported with it. The alpha-seeding backend belongs to the SVM package, which
-imports the backend contract from here: it is imported on first use only, so
-that importing ``sklearn_ext.model_selection`` imports no learner package.
+The engines are found by name and imported on first use, once an estimator
+may be theirs (:data:`_ENGINES`): a run loads only the modules of the backend
+it uses, so a run of the Python tree loads neither a learner package nor the
+native or SVM kernels, and importing ``sklearn_ext.model_selection`` imports
+no learner package.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from collections.abc import Callable
 
 from sklearn.utils._param_validation import StrOptions
 
 from sklearn_ext.model_selection._backends import (
     Backend,
-    PythonTreeBackend,
     StandardBackend,
 )
-from sklearn_ext.model_selection._exact import ExactStatisticsBackend
-from sklearn_ext.model_selection._native import NativeTreeBackend
 from sklearn_ext.utils._param_validation import validate_params
 
-__all__ = ["METHODS", "TreeCVFallbackWarning", "backend_class", "choose_backend"]
+__all__ = [
+    "METHODS",
+    "TreeCVFallbackWarning",
+    "backend_class",
+    "choose_backend",
+    "resolve_backend",
+]
 
 METHODS = ("auto", "exact", "treecv", "standard", "alpha_seeding")
 
-#: The backends that may run each method, fastest first (``alpha_seeding``'s
-#: is imported on first use, see :func:`_engines`).
-_ENGINES: dict[str, tuple[type[Backend], ...]] = {
-    "exact": (ExactStatisticsBackend,),
-    "treecv": (NativeTreeBackend, PythonTreeBackend),
+
+def _svm_like(estimator) -> bool:
+    """An SVC or one of our SVMs: what the alpha-seeding backend may accept."""
+    from sklearn.svm import SVC
+
+    return isinstance(estimator, SVC) or type(estimator).__module__.startswith(
+        "sklearn_ext.svm"
+    )
+
+
+def _native_like(estimator) -> bool:
+    """A learner with a native kernel: what the native tree may accept."""
+    return callable(getattr(estimator, "_native_model", None))
+
+
+#: The engines that may run each method, fastest first: the module and class
+#: of each, and a test that the estimator may be theirs, asked before the
+#: module is imported (``None``: always import it and ask ``accepts``).
+_ENGINES: dict[str, tuple[tuple[str, str, Callable | None], ...]] = {
+    "exact": (("sklearn_ext.model_selection._exact", "ExactStatisticsBackend", None),),
+    "alpha_seeding": (("sklearn_ext.svm._backend", "AlphaSeedingBackend", _svm_like),),
+    "treecv": (
+        ("sklearn_ext.model_selection._native", "NativeTreeBackend", _native_like),
+        ("sklearn_ext.model_selection._backends", "PythonTreeBackend", None),
+    ),
 }
 
 
@@ -48,15 +74,19 @@ class TreeCVFallbackWarning(UserWarning):
     """
 
 
-def _engines(method: str) -> tuple[type[Backend], ...]:
-    """The backends that may run ``method``, fastest first."""
-    if method == "alpha_seeding":
-        # The SVM package imports this one for the backend contract: importing
-        # it here, at first use, keeps model_selection free of learner packages.
-        from sklearn_ext.svm._backend import AlphaSeedingBackend
+def _engines(method: str, estimator=None) -> tuple[type[Backend], ...]:
+    """The backends that may run ``method`` (for ``estimator``), fastest first.
 
-        return (AlphaSeedingBackend,)
-    return _ENGINES.get(method, ())
+    An engine whose precheck says ``estimator`` cannot be its own is left out
+    without importing its module.
+    """
+    engines = []
+    for module, name, may_accept in _ENGINES.get(method, ()):
+        if estimator is not None and may_accept is not None:
+            if not may_accept(estimator):
+                continue
+        engines.append(getattr(importlib.import_module(module), name))
+    return tuple(engines)
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -133,13 +163,22 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
     >>> name, caught[0].category.__name__
     ('standard', 'TreeCVFallbackWarning')
     """
-    backend = _choose(estimator, method)
+    backend = resolve_backend(estimator, method)
     if store is not None:
         backend = backend.with_store(store, estimator)
     return backend
 
 
-def _choose(estimator, method) -> Backend:
+def resolve_backend(estimator, method, X=None, y=None, *, say=None) -> Backend:
+    """The backend that runs ``estimator`` on ``X``, ``y`` for ``method``.
+
+    What :func:`choose_backend` does, also asking each candidate backend's
+    :meth:`Backend.refusal` about the data: ``method="auto"`` passes over a
+    backend that refuses it, and the fallback warning says why; a method named
+    explicitly raises a ``TypeError`` with the reason. The warning goes
+    through ``say`` (the run core's, which says each note once per search or
+    study) when given.
+    """
     owner = type(estimator).__name__
     if isinstance(method, Backend):
         if not method.accepts(estimator):
@@ -147,18 +186,62 @@ def _choose(estimator, method) -> Backend:
                 f"The backend {method!r} cannot run {owner}: its accepts() "
                 "returned False."
             )
+        _refuse_named(method, estimator, X, y, repr(method))
         return method
     if method == "standard":
         return StandardBackend()
-    candidates = {
-        "auto": _engines("exact") + _engines("alpha_seeding") + _engines("treecv"),
-        "exact": _engines("exact"),
-        "treecv": _engines("treecv"),
-        "alpha_seeding": _engines("alpha_seeding"),
-    }[method]
+    if method not in METHODS:
+        raise ValueError(
+            f"The 'method' parameter must be a str among {set(METHODS)} or a "
+            f"Backend. Got {method!r} instead."
+        )
+    methods = ("exact", "alpha_seeding", "treecv") if method == "auto" else (method,)
+    candidates = tuple(c for m in methods for c in _engines(m, estimator))
+    refusals = []
     for cls in candidates:
-        if cls.accepts(estimator):
-            return cls()
+        if not cls.accepts(estimator):
+            continue
+        backend = cls()
+        reason = None if X is None else backend.refusal(estimator, X, y)
+        if reason is None:
+            return backend
+        if method != "auto":
+            _refuse_named(backend, estimator, X, y, f"method={method!r}")
+        refusals.append(reason)
+    _cannot_run(estimator, method)
+    reason = (
+        refusals[-1]
+        if refusals
+        else "it has no partial_fit method"
+        if not callable(getattr(estimator, "partial_fit", None))
+        else "no tree backend accepts it"
+    )
+    message = (
+        f"TreeCV cannot run {owner} ({reason}); method='auto' falls back to "
+        "standard k-fold CV, training each fold with fit (recorded as "
+        "backend='standard'). Pass method='standard' to choose it explicitly."
+    )
+    if say is None:
+        warnings.warn(message, TreeCVFallbackWarning, stacklevel=4)
+    else:
+        say(lambda: warnings.warn(message, TreeCVFallbackWarning, stacklevel=2))
+    return StandardBackend()
+
+
+def _refuse_named(backend: Backend, estimator, X, y, asked: str) -> None:
+    """Raise the backend's refusal of this data, for a method asked by name."""
+    reason = None if X is None else backend.refusal(estimator, X, y)
+    if reason is not None:
+        raise TypeError(
+            f"{asked} cannot run {type(estimator).__name__} on this data: "
+            f"{reason}. Use method='auto' to fall back to standard k-fold CV, or "
+            "method='standard'."
+        )
+
+
+def _cannot_run(estimator, method) -> None:
+    """Raise for a method named explicitly that no backend of it accepts."""
+    owner = type(estimator).__name__
     if method == "exact":
         raise TypeError(
             f"method='exact' cannot run {owner}: it runs only the learners whose "
@@ -172,22 +255,14 @@ def _choose(estimator, method) -> Backend:
             f"(without break_ties); got {owner}. Use "
             "method='standard' or method='auto'."
         )
-    reason = (
-        "it has no partial_fit method"
-        if not callable(getattr(estimator, "partial_fit", None))
-        else "no tree backend accepts it"
-    )
     if method == "treecv":
+        reason = (
+            "it has no partial_fit method"
+            if not callable(getattr(estimator, "partial_fit", None))
+            else "no tree backend accepts it"
+        )
         raise TypeError(
             f"method='treecv' cannot run {owner}: {reason}. Use "
             "method='standard' to train k independent models with fit, or "
             "method='auto' to fall back to it."
         )
-    warnings.warn(
-        f"TreeCV cannot run {owner} ({reason}); method='auto' falls back to "
-        "standard k-fold CV, training each fold with fit (recorded as "
-        "backend='standard'). Pass method='standard' to choose it explicitly.",
-        TreeCVFallbackWarning,
-        stacklevel=4,
-    )
-    return StandardBackend()

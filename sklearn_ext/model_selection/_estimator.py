@@ -302,6 +302,14 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
 
     def _check_rows(self, method: str, X, y, params: dict, *, reset: bool):
         """Validated ``X`` and ``y``, and ``params`` as routed to ``partial_fit``."""
+        reason = balanced_class_weight(self.estimator)
+        if reason is not None:
+            raise ValueError(
+                f"TreeCVEstimator feeds {type(self.estimator).__name__} through "
+                f"partial_fit, which cannot take {reason}. Set class_weight to a "
+                "dict of weights, or cross-validate the learner's own fit "
+                "(method='standard')."
+            )
         if y is None:
             X = validate_data(self, X, accept_sparse="csr", reset=reset)
         else:
@@ -455,6 +463,25 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         tags.input_tags = copy.copy(inner.input_tags)
         tags.input_tags.allow_nan = False  # Rows are validated finite for hashing.
         return tags
+
+
+def balanced_class_weight(estimator) -> str | None:
+    """Why ``estimator`` cannot be fed through ``partial_fit``, or None.
+
+    ``class_weight="balanced"`` (of the learner or of any step) weighs classes
+    by their counts over all of ``fit``'s rows, which ``partial_fit`` never
+    sees at once: scikit-learn refuses it there.
+    """
+    params = estimator.get_params() if hasattr(estimator, "get_params") else {}
+    for name, value in params.items():
+        if (name == "class_weight" or name.endswith("__class_weight")) and (
+            isinstance(value, str) and value == "balanced"
+        ):
+            return (
+                f"{name}='balanced', which weighs classes by their counts over "
+                "all of fit's rows, which partial_fit never sees at once"
+            )
+    return None
 
 
 def _is_deterministic(estimator) -> bool:

@@ -45,6 +45,7 @@ from sklearn_ext.model_selection._backends import (
     LeafTable,
     _as_slice,
 )
+from sklearn_ext.utils._data_scope import scoped_memo
 
 __all__ = ["ExactStatisticsBackend", "StatisticsCache", "exact_learners"]
 
@@ -216,6 +217,8 @@ def _layout(array) -> tuple:
 def _array_digest(array) -> bytes:
     """A sha256 of an array's dtype, shape and values (of a CSR matrix's parts)."""
     scope = _DIGEST_SCOPE.get()
+    if scope is None:
+        scope = scoped_memo()  # the run core's scope: one search, one study
     if scope is None or not (isinstance(array, np.ndarray) or sp.issparse(array)):
         return _digest(array)
     known = scope.get(id(array))

@@ -58,95 +58,112 @@ class NativeTreeBackend(Backend):
 
     def run(self, task: CVTask) -> LeafTable:
         model, rebuild = clone(task.estimator)._native_model(task)
+        run = _NativeRun(task, model, rebuild)
         plan = task.plan
-        k = plan.n_splits
-        scores = np.full(k, np.nan)
-        n_fed = np.zeros(k, dtype=np.int64)
-        fit_time = np.zeros(k)
-        score_time = np.zeros(k)
-        stop = np.zeros(1, dtype=np.intc)
-        python_score = not model.scores_leaves
-        # Leaves go through Python only when someone needs them there.
-        streaming = python_score or task.return_estimator or task.on_leaf is not None
-        leaves = []
-        lock = threading.Lock()
-
-        def on_leaf(leaf: int, state: np.ndarray) -> None:
-            leaf = int(leaf)
-            estimator = None
-            if python_score or task.return_estimator:
-                estimator = rebuild(np.array(state, dtype=np.float64))
-            if python_score:
-                leaf_scores, leaf_score_time = task.score(estimator, leaf)
-            else:
-                leaf_scores = {"score": float(scores[leaf])}
-                leaf_score_time = float(score_time[leaf])
-            with lock:
-                if stop[0]:
-                    return  # Another thread's leaf stopped the run meanwhile.
-                result = task.leaf_result(
-                    leaf,
-                    leaf_scores,
-                    n_fed[leaf],
-                    fit_time[leaf],
-                    leaf_score_time,
-                    estimator,
-                )
-                leaves.append(result)
-                try:
-                    task.emit(result)
-                except BaseException:
-                    stop[0] = 1  # Before the lock is released.
-                    raise
-
-        def subtree(node, state, carried_fed=0, carried_time=0.0):
-            return _tree.run_subtree(
-                model,
-                state,
-                plan.sample_order,
-                plan.bounds,
-                node[0],
-                node[1],
-                plan.order == "randomized",
-                plan.seed or 0,
-                scores,
-                n_fed,
-                fit_time,
-                score_time,
-                stop,
-                on_leaf if streaming else None,
-                carried_fed,
-                carried_time,
-            )
-
-        def feed(parent, node, state):
-            tic = time.perf_counter()
-            n = _tree.feed_child(
-                model,
-                state,
-                plan.sample_order,
-                plan.bounds,
-                *parent,
-                *node,
-                plan.order == "randomized",
-                plan.seed or 0,
-            )
-            return node, state, n, time.perf_counter() - tic
-
         root_state = model.new_state()
-        n_jobs = min(effective_n_jobs(task.n_jobs), k)
-        if n_jobs <= 1 or k < 4:
-            errors = [subtree(plan.root, root_state)]
+        n_jobs = min(effective_n_jobs(task.n_jobs), plan.n_splits)
+        if n_jobs <= 1 or plan.n_splits < 4:
+            errors = [run.subtree(plan.root, root_state)]
         else:
-            errors = _run_threaded(plan, root_state, n_jobs, feed, subtree)
+            errors = _run_threaded(plan, root_state, n_jobs, run.feed, run.subtree)
         for error in errors:
             if isinstance(error, _tree.NonFiniteState):
                 rebuild(error.state)  # The estimator's own message, if it has one.
             if error is not None:
                 raise error
-        if streaming:
-            return LeafTable.from_leaves(leaves)
-        return LeafTable.from_leaf_columns(plan, scores, n_fed, fit_time, score_time)
+        if run.streaming:
+            return LeafTable.from_leaves(run.leaves)
+        return LeafTable.from_leaf_columns(
+            plan, run.scores, run.n_fed, run.fit_time, run.score_time
+        )
+
+
+class _NativeRun:
+    """One run of the native tree: the kernel, the result columns, the leaves.
+
+    The kernel writes each leaf's score, rows fed and times into the columns;
+    leaves go through Python (:meth:`on_leaf`) only when someone needs them
+    there: a scoring the kernel does not compute, the fold models, a listener.
+    """
+
+    def __init__(self, task: CVTask, model, rebuild) -> None:
+        k = task.plan.n_splits
+        self.task, self.model, self.rebuild = task, model, rebuild
+        self.scores = np.full(k, np.nan)
+        self.n_fed = np.zeros(k, dtype=np.int64)
+        self.fit_time = np.zeros(k)
+        self.score_time = np.zeros(k)
+        self.stop = np.zeros(1, dtype=np.intc)
+        self.python_score = not model.scores_leaves
+        self.streaming = (
+            self.python_score or task.return_estimator or task.on_leaf is not None
+        )
+        self.leaves: list = []
+        self.lock = threading.Lock()
+
+    def on_leaf(self, leaf: int, state: np.ndarray) -> None:
+        task, leaf = self.task, int(leaf)
+        estimator = None
+        if self.python_score or task.return_estimator:
+            estimator = self.rebuild(np.array(state, dtype=np.float64))
+        if self.python_score:
+            leaf_scores, leaf_score_time = task.score(estimator, leaf)
+        else:
+            leaf_scores = {"score": float(self.scores[leaf])}
+            leaf_score_time = float(self.score_time[leaf])
+        with self.lock:
+            if self.stop[0]:
+                return  # Another thread's leaf stopped the run meanwhile.
+            result = task.leaf_result(
+                leaf,
+                leaf_scores,
+                self.n_fed[leaf],
+                self.fit_time[leaf],
+                leaf_score_time,
+                estimator,
+            )
+            self.leaves.append(result)
+            try:
+                task.emit(result)
+            except BaseException:
+                self.stop[0] = 1  # Before the lock is released.
+                raise
+
+    def subtree(self, node, state, carried_fed=0, carried_time=0.0):
+        plan = self.task.plan
+        return _tree.run_subtree(
+            self.model,
+            state,
+            plan.sample_order,
+            plan.bounds,
+            node[0],
+            node[1],
+            plan.order == "randomized",
+            plan.seed or 0,
+            self.scores,
+            self.n_fed,
+            self.fit_time,
+            self.score_time,
+            self.stop,
+            self.on_leaf if self.streaming else None,
+            carried_fed,
+            carried_time,
+        )
+
+    def feed(self, parent, node, state):
+        plan = self.task.plan
+        tic = time.perf_counter()
+        n = _tree.feed_child(
+            self.model,
+            state,
+            plan.sample_order,
+            plan.bounds,
+            *parent,
+            *node,
+            plan.order == "randomized",
+            plan.seed or 0,
+        )
+        return node, state, n, time.perf_counter() - tic
 
 
 def _run_threaded(plan, root_state, n_jobs, feed, subtree):

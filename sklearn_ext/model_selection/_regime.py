@@ -22,6 +22,7 @@ __all__ = [
     "TreeCVRegimeWarning",
     "fit_is_one_pass",
     "one_pass_estimator",
+    "regime_estimator",
     "scored_estimator",
     "streams_batch_invariantly",
     "warn_about_regime",
@@ -41,11 +42,9 @@ class TreeCVRegimeWarning(UserWarning):
     """
 
 
-def _native_classes():
-    from sklearn_ext.anomaly._ssad import SemiSupervisedAnomalyDetector
-    from sklearn_ext.linear_model._base import BaseNativeSGD
-
-    return (BaseNativeSGD, SemiSupervisedAnomalyDetector)
+def _streams_rows(estimator) -> bool:
+    """A native learner: ``partial_fit`` is row by row, ``fit`` is such passes."""
+    return bool(getattr(estimator, "_treecv_row_stream", False))
 
 
 def _is_naive_bayes(estimator) -> bool:
@@ -69,7 +68,7 @@ def streams_batch_invariantly(estimator) -> bool:
     boundaries across calls). Other learners (``shuffle=True`` inside a call,
     mini-batches) are fed through a :class:`TreeCVEstimator` by the tree.
     """
-    if isinstance(estimator, (TreeCVEstimator, *_native_classes())):
+    if isinstance(estimator, TreeCVEstimator) or _streams_rows(estimator):
         return True
     if _is_naive_bayes(estimator):
         return True
@@ -86,7 +85,7 @@ def fit_is_one_pass(estimator) -> bool:
     """
     if isinstance(estimator, TreeCVEstimator) or _is_naive_bayes(estimator):
         return True
-    if isinstance(estimator, _native_classes()):
+    if _streams_rows(estimator):
         return estimator.max_iter == 1 and not estimator.shuffle
     if _is_sklearn_sgd(estimator):
         params = estimator.get_params()
@@ -195,12 +194,7 @@ def scored_estimator(estimator, backend, *, classes=None):
         (the tree backends), ``"fit"`` when they are the learner's own ``fit``
         (the standard, alpha-seeding and exact statistics backends).
     """
-    from sklearn_ext.model_selection._backends import StandardBackend
-
-    if isinstance(backend, StandardBackend) or backend.name in (
-        "alpha_seeding",
-        "exact",  # Each fold is the learner's own fit, made from statistics.
-    ):
+    if backend.scores == "fit":
         return estimator, "fit"
     if not callable(getattr(estimator, "partial_fit", None)):
         return estimator, "fit"
@@ -210,3 +204,26 @@ def scored_estimator(estimator, backend, *, classes=None):
         estimator, batch_size=STREAM_BATCH_SIZE, classes=classes, cache=None
     )
     return wrapper, "one_pass"
+
+
+def regime_estimator(estimator, regime: str, classes=None):
+    """An unfitted estimator whose ``fit`` trains the way ``regime`` scored.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The learner.
+    regime : {"fit", "one_pass"}
+        What the folds were (:attr:`Backend.scores`).
+    classes : array-like of shape (n_classes,), default=None
+        All class labels, for the wrapper of a classifier.
+
+    Returns
+    -------
+    estimator : estimator object
+        A clone of ``estimator`` for ``"fit"`` (or a learner without
+        ``partial_fit``), else :func:`one_pass_estimator` of it.
+    """
+    if regime == "fit" or not callable(getattr(estimator, "partial_fit", None)):
+        return clone(estimator)
+    return one_pass_estimator(estimator, classes=classes)

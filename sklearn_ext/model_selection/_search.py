@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numbers
 import time
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
-from traceback import format_exc
 from typing import Any
 
 import numpy as np
@@ -18,47 +16,21 @@ from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import (
     _insert_error_scores,
-    _score,
     _warn_or_raise_about_fit_failures,
 )
-from sklearn.utils import _safe_indexing
 from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.validation import _check_method_params, indexable
 
-from sklearn_ext.model_selection._backends import (
-    Backend,
-    CVTask,
-    LeafTable,
-    PythonTreeBackend,
-    StandardBackend,
-    summarize_extras,
-)
-from sklearn_ext.model_selection._choice import choose_backend
-from sklearn_ext.model_selection._exact import digest_scope
+from sklearn_ext.model_selection._backends import Backend, LeafTable, summarize_extras
+from sklearn_ext.model_selection._choice import METHODS
+from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._plan import FoldPlan
-from sklearn_ext.model_selection._regime import (
-    fit_is_one_pass,
-    one_pass_estimator,
-    scored_estimator,
-    warn_about_regime,
-)
-from sklearn_ext.model_selection._validation import (
-    _classes,
-    _validate_data,
-    make_fold_plan,
-    native_metric,
-    stratifies,
-)
+from sklearn_ext.model_selection._scoring import metric_names
 from sklearn_ext.utils._data_scope import data_scope
 
 __all__ = ["TreeCVSearchCV", "warm_start_order"]
-
-# Keys of a leaf's scores: a scalar score, one metric of a dict, a train score.
-_SCALAR = "score"
-_METRIC = "m:"
-_TRAIN = "train:"
 
 
 class TreeCVSearchCV(BaseSearchCV):
@@ -201,7 +173,7 @@ class TreeCVSearchCV(BaseSearchCV):
         "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "cv": ["cv_object", FoldPlan],
         "order": [StrOptions({"fixed", "randomized"}), None],
-        "method": [str, Backend],
+        "method": [StrOptions(set(METHODS)), Backend],
         "random_state": ["random_state"],
     }
 
@@ -262,17 +234,6 @@ class TreeCVSearchCV(BaseSearchCV):
         """Evaluate the grid, or the ``n_iter`` sampled candidates, at once."""
         evaluate_candidates(self._candidates())
 
-    def _warn_about_regime(self, regimes, candidate_params, base_estimator) -> None:
-        """Say once if the scored pass is not what the learner's ``fit`` does."""
-        indices = [i for i, regime in enumerate(regimes) if regime == "one_pass"]
-        for i in indices:
-            model = clone(base_estimator).set_params(
-                **clone(candidate_params[i], safe=False)
-            )
-            if not fit_is_one_pass(model):
-                warn_about_regime(model, refit=self.refit is not False, stacklevel=5)
-                return
-
     def get_metadata_routing(self):
         """Get metadata routing of this object.
 
@@ -331,123 +292,39 @@ class TreeCVSearchCV(BaseSearchCV):
             return self._fit(X, y, params)
 
     def _fit(self, X, y, params):
-        candidates_check = self._candidates  # raises on a bad grid before any work
-        candidates_check()
+        self._candidates()  # raises on a bad grid before any work
         scorers, refit_metric = self._get_scorers()
         X, y = indexable(X, y)
         params = _check_method_params(X, params=params)
         routed = self._get_routed_params_for_fit(params)
-        fit_params = dict(routed.estimator.fit)
-        # Without routing every fit parameter goes to partial_fit as to fit.
-        stream_params = (
-            dict(routed.estimator.get("partial_fit", {}))
-            if _routing_enabled()
-            else fit_params
-        )
-        score_params = dict(routed.scorer.score)
-        groups = routed.splitter.split.get("groups")
-
-        backend = _base_backend(self)
-        X_cv, y_cv = _validate_data(
-            X, y, as_given=isinstance(backend, PythonTreeBackend | StandardBackend)
-        )
-        cv = self.cv
-        if not isinstance(cv, numbers.Integral | FoldPlan) and not hasattr(cv, "split"):
-            from sklearn.model_selection import check_cv
-
-            cv = check_cv(cv)  # an iterable of (train, test) pairs
-        plan = make_fold_plan(
-            cv,
-            X_cv,
-            y_cv,
-            groups,
-            classifier=stratifies(self.estimator),
-            order=self.order,
-            random_state=self.random_state,
-        )
-        self.n_splits_ = plan.n_splits
-        classes = (
-            np.unique(y_cv)
-            if y_cv is not None and _wants_classes(self.estimator)
-            else None
-        )
-        base_estimator = clone(self.estimator)
-        # One store for all candidates (e.g. cross-C warm starts), unless the
-        # estimator brings its own or opts out; it lives as long as this fit.
-        store = None if backend is None else backend.default_store(base_estimator)
-        context = _SearchContext(
-            X=X_cv,
-            y=y_cv,
-            plan=plan,
-            scorer=scorers,
+        core = RunCore(
+            self.estimator,
+            X,
+            y,
+            groups=routed.splitter.split.get("groups"),
+            cv=self.cv,
             scoring=self.scoring,
             method=self.method,
-            classes=classes,
-            fit_params=stream_params,
-            score_params=score_params,
+            order=self.order,
+            random_state=self.random_state,
+            fit_params=dict(routed.estimator.fit),
+            # Without routing every fit parameter goes to partial_fit as to fit.
+            stream_params=dict(routed.estimator.get("partial_fit", {}))
+            if _routing_enabled()
+            else None,
+            score_params=dict(routed.scorer.score),
             return_train_score=self.return_train_score,
             error_score=self.error_score,
-            verbose=self.verbose,
-            store=None if store is None else (type(backend), store),
+            refit=self.refit is not False,
         )
-        regimes: list[str] = []
-        all_candidate_params: list[dict] = []
-        all_out: list[dict] = []
-        all_more_results: dict[str, list] = defaultdict(list)
-        results: dict = {}
-        parallel = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)
-
-        def evaluate_candidates(candidate_params, cv=None, more_results=None):
-            nonlocal results
-            candidate_params = list(candidate_params)
-            n_candidates = len(candidate_params)
-            n_splits = plan.n_splits
-            if self.verbose > 0:
-                print(
-                    f"Fitting {n_splits} folds for each of {n_candidates} candidates,"
-                    f" totalling {n_candidates * n_splits} fits"
-                )
-            order = warm_start_order(
-                self.estimator, candidate_params, store=store is not None
-            )
-            ran = parallel(
-                delayed(_evaluate_candidate)(
-                    clone(base_estimator).set_params(
-                        **clone(candidate_params[i], safe=False)
-                    ),
-                    candidate_params[i],
-                    (i, n_candidates),
-                    context,
-                )
-                for i in order
-            )
-            outcomes: list[Any] = [None] * n_candidates
-            for i, outcome in zip(order, ran, strict=True):
-                outcomes[i] = outcome
-            if not outcomes:
-                raise ValueError(
-                    "No fits were performed. Was the CV iterator empty? Were there "
-                    "no candidates?"
-                )
-            out = [split for outcome in outcomes for split in outcome.splits]
-            _warn_or_raise_about_fit_failures(out, self.error_score)
-            if callable(self.scoring):
-                _insert_error_scores(out, self.error_score)
-            all_candidate_params.extend(candidate_params)
-            all_out.extend(out)
-            regimes.extend(outcome.regime for outcome in outcomes)
-            for key, values in _candidate_columns(outcomes).items():
-                all_more_results[key].extend(values)
-            for key, value in (more_results or {}).items():
-                all_more_results[key].extend(value)
-            results = self._format_results(
-                all_candidate_params, n_splits, all_out, all_more_results
-            )
-            return results
-
-        with digest_scope():  # The data is read once for the statistics keys.
+        self.n_splits_ = core.plan.n_splits
+        runs: list[Resolved] = []
+        evaluate_candidates = self._candidate_evaluator(core, runs)
+        # The data does not change during one fit: it is hashed once.
+        with data_scope(core.memo):
             self._run_search(evaluate_candidates)
-        self._warn_about_regime(regimes, all_candidate_params, base_estimator)
+        results = evaluate_candidates.results
+        all_out = evaluate_candidates.out
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
         if callable(self.scoring) and self.multimetric_:
             self._check_refit_for_multimetric(all_out[0]["test_scores"])
@@ -464,26 +341,9 @@ class TreeCVSearchCV(BaseSearchCV):
             self.best_params_ = results["params"][self.best_index_]
 
         if self.refit:
-            model = clone(base_estimator).set_params(
-                **clone(self.best_params_, safe=False)
-            )
-            refit_params = fit_params
-            if regimes[self.best_index_] == "one_pass":
-                wrapped = one_pass_estimator(model, classes=classes)
-                if type(wrapped) is not type(model):
-                    refit_params = stream_params  # the wrapper's fit is partial_fit
-                model = wrapped
-            lend = store is not None and _takes_store(model)
-            if lend:  # the refit reuses what the search kept (the kernel)
-                model.set_params(warm_start_store=store)
             tic = time.time()
-            if y is None:
-                model.fit(X, **refit_params)
-            else:
-                model.fit(X, y, **refit_params)
+            model = core.refit(runs[self.best_index_], X, y)
             self.refit_time_ = time.time() - tic
-            if lend:
-                model.set_params(warm_start_store=None)
             self.best_estimator_ = model
             if hasattr(model, "feature_names_in_"):
                 self.feature_names_in_ = model.feature_names_in_
@@ -495,33 +355,70 @@ class TreeCVSearchCV(BaseSearchCV):
         self.cv_results_ = results
         return self
 
+    def _candidate_evaluator(self, core: RunCore, runs: list[Resolved]):
+        """``evaluate_candidates`` of ``_run_search``, on the one core.
 
-def _base_backend(search) -> Backend | None:
-    """The backend the search's own estimator would run with, if any.
+        Each candidate's backend and regime are decided once, here in the
+        caller's process (``runs``); the joblib jobs only run them.
+        """
+        base_estimator = clone(self.estimator)
+        store = core.store_of(base_estimator)
+        candidates_so_far: list[dict] = []
+        more: dict[str, list] = defaultdict(list)
+        parallel = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)
 
-    It says whether the candidates take ``X`` as given (the Python tree and
-    the standard backend hand rows to the estimator, which checks them itself:
-    text pipelines, NaN-aware learners; the native engines need a finite
-    array) and gives the search's default store.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # said again, once, by the candidates' run
-        try:
-            return choose_backend(search.estimator, search.method)
-        except (TypeError, ValueError):
-            return None
+        def evaluate_candidates(candidate_params, cv=None, more_results=None):
+            candidate_params = list(candidate_params)
+            n_candidates, n_splits = len(candidate_params), core.plan.n_splits
+            if self.verbose > 0:
+                print(
+                    f"Fitting {n_splits} folds for each of {n_candidates} "
+                    f"candidates, totalling {n_candidates * n_splits} fits"
+                )
+            resolved = [
+                core.resolve(clone(base_estimator).set_params(**clone(p, safe=False)))
+                for p in candidate_params
+            ]
+            order = warm_start_order(
+                self.estimator, candidate_params, store=store is not None
+            )
+            ran = parallel(
+                delayed(_evaluate_candidate)(
+                    core,
+                    resolved[i],
+                    candidate_params[i],
+                    (i, n_candidates),
+                    self.verbose,
+                )
+                for i in order
+            )
+            outcomes: list[Any] = [None] * n_candidates
+            for i, outcome in zip(order, ran, strict=True):
+                outcomes[i] = outcome
+            if not outcomes:
+                raise ValueError(
+                    "No fits were performed. Was the CV iterator empty? Were there "
+                    "no candidates?"
+                )
+            out = [split for outcome in outcomes for split in outcome.splits]
+            _warn_or_raise_about_fit_failures(out, self.error_score)
+            if callable(self.scoring):
+                _insert_error_scores(out, self.error_score)
+            runs.extend(resolved)
+            candidates_so_far.extend(candidate_params)
+            evaluate_candidates.out.extend(out)
+            for key, values in _candidate_columns(outcomes).items():
+                more[key].extend(values)
+            for key, value in (more_results or {}).items():
+                more[key].extend(value)
+            evaluate_candidates.results = self._format_results(
+                candidates_so_far, n_splits, evaluate_candidates.out, more
+            )
+            return evaluate_candidates.results
 
-
-def _takes_store(model) -> bool:
-    """Whether ``model`` has a ``warm_start_store`` parameter left at ``None``."""
-    params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
-    return "warm_start_store" in params and params["warm_start_store"] is None
-
-
-def _wants_classes(estimator) -> bool:
-    from sklearn.base import is_classifier
-
-    return is_classifier(estimator)
+        evaluate_candidates.out = []
+        evaluate_candidates.results = {}
+        return evaluate_candidates
 
 
 def warm_start_order(
@@ -562,171 +459,67 @@ def warm_start_order(
 
 
 @dataclass
-class _SearchContext:
-    """What every candidate's run shares (sent once per joblib job)."""
-
-    X: Any
-    y: Any
-    plan: FoldPlan
-    scorer: Any
-    scoring: Any
-    method: Any
-    classes: Any
-    fit_params: dict
-    score_params: dict
-    return_train_score: bool
-    error_score: Any
-    verbose: int
-    #: The search's own store and the backend class that keeps it, or None.
-    store: tuple | None = None
-
-
-@dataclass
 class _Outcome:
     """One candidate's run: ``_fit_and_score``-style dicts, one per split."""
 
     splits: list[dict]
-    regime: str
     columns: dict[str, Any]
 
 
-@dataclass
-class _SearchTask(CVTask):
-    """A CV task scored as ``GridSearchCV`` scores: scorer, score params, train."""
-
-    sklearn_scorer: Any = None
-    score_params: dict | None = None
-    return_train_score: bool = False
-    error_score: Any = np.nan
-
-    def score(self, model, fold: int, columns=None) -> tuple[dict[str, float], float]:
-        tic = time.perf_counter()
-        test = self.plan.test_indices(fold)
-        scores = self._scores(model, test, "", columns)
-        if self.return_train_score:
-            train = self.plan.train_indices(fold)
-            scores.update(self._scores(model, train, _TRAIN, columns))
-        return scores, time.perf_counter() - tic
-
-    def _scores(self, model, rows, prefix: str, columns) -> dict[str, float]:
-        X, y, _ = self.rows(rows)
-        if columns is not None:  # a precomputed kernel: the training columns
-            X = _safe_indexing(X, columns, axis=1)
-        params = _check_method_params(self.X, params=self.score_params, indices=rows)
-        value = _score(model, X, y, self.sklearn_scorer, params, self.error_score)
-        if isinstance(value, dict):
-            return {f"{prefix}{_METRIC}{name}": v for name, v in value.items()}
-        return {f"{prefix}{_SCALAR}": value}
-
-
-def _native_scoring_allowed(context: _SearchContext, scoring) -> bool:
-    """Whether a backend may compute ``scoring`` itself (same value, faster)."""
-    return (
-        (scoring is None or isinstance(scoring, str))
-        and not context.score_params
-        and not context.return_train_score
-    )
-
-
-class _ScoredByScikitLearn:
-    """A ``scoring`` no backend computes natively: leaves go through the scorer."""
-
-    def __repr__(self) -> str:
-        return "<scikit-learn scorer>"
-
-
-def _evaluate_candidate(estimator, parameters, progress, context: _SearchContext):
+def _evaluate_candidate(
+    core: RunCore, resolved: Resolved, parameters, progress, verbose: int
+):
     """Run one candidate's CV; ``_fit_and_score``-style results, one per split."""
-    backend = choose_backend(estimator, context.method)
-    if context.store is not None and type(backend) is context.store[0]:
-        backend = backend.with_store(context.store[1], estimator)
-    scored, regime = scored_estimator(estimator, backend, classes=context.classes)
-    scoring = context.scorer
-    user_scoring = context.scoring
-    task = _SearchTask(
-        estimator=scored,
-        X=context.X,
-        y=context.y,
-        plan=context.plan,
-        scorer=None,
-        scoring=user_scoring
-        if _native_scoring_allowed(context, user_scoring)
-        else _ScoredByScikitLearn(),
-        metric=native_metric(estimator, user_scoring)
-        if _native_scoring_allowed(context, user_scoring)
-        else None,
-        fit_params=dict(context.fit_params),
-        classes=_classes(scored, context.y, context.classes),
-        sklearn_scorer=scoring,
-        score_params=context.score_params,
-        return_train_score=context.return_train_score,
-        error_score=context.error_score,
-    )
-    plan = context.plan
-    _print_starts(context, parameters, progress, plan.n_splits)
-    tic = time.time()
-    try:
-        table = backend.run(task)
-    except Exception:
-        if context.error_score == "raise":
-            raise
-        fit_time = time.time() - tic
-        splits = [
-            _failed_split(
-                context,
-                len(plan.test_indices(int(plan.leaf_order[j]))),
-                fit_time / plan.n_splits,
-                format_exc(),
-            )
-            for j in range(plan.n_splits)
-        ]
-        _print_splits(context, parameters, progress, splits)
-        return _Outcome(splits, regime, {"n_samples_fed": 0})
-    splits = _splits_of(table, plan)
-    _print_splits(context, parameters, progress, splits)
-    return _Outcome(splits, regime, _columns_of(table, backend))
+    _print_starts(verbose, parameters, progress, core.plan.n_splits)
+    table = core.run(resolved)
+    splits = _splits_of(table, core)
+    _print_splits(verbose, parameters, progress, splits)
+    return _Outcome(splits, _columns_of(table, resolved.backend))
 
 
-def _failed_split(context, n_test: int, fit_time: float, error: str) -> dict:
-    if isinstance(context.scorer, _MultimetricScorer):
-        scores: Any = {name: context.error_score for name in context.scorer._scorers}
-    else:
-        scores = context.error_score
-    split = {
-        "fit_error": error,
-        "test_scores": scores,
-        "n_test_samples": n_test,
-        "fit_time": fit_time,
-        "score_time": 0.0,
-    }
-    if context.return_train_score:
-        split["train_scores"] = scores.copy() if isinstance(scores, dict) else scores
-    return split
+def _failed_scores(core: RunCore):
+    """The test scores of a failed fit, as ``_fit_and_score`` gives them."""
+    if isinstance(core.scoring, list | tuple | set | dict):
+        return {name: core.error_score for name in metric_names(core.scoring)}
+    return core.error_score
 
 
-def _splits_of(table: LeafTable, plan: FoldPlan) -> list[dict]:
+def _splits_of(table: LeafTable, core: RunCore) -> list[dict]:
     table = table.by_split()
+    multimetric = isinstance(core.scoring, list | tuple | set | dict)
     splits = []
     for i in range(len(table)):
         leaf = {name: float(values[i]) for name, values in table.scores.items()}
+        error = None if table.fit_error is None else table.fit_error[i]
         split = {
-            "fit_error": None,
-            "test_scores": _unflatten(leaf, ""),
-            "n_test_samples": len(plan.test_indices(int(table.leaf[i]))),
+            "fit_error": error,
+            "test_scores": _unflatten(leaf, "", multimetric),
+            "n_test_samples": len(core.plan.test_indices(int(table.leaf[i]))),
             "fit_time": float(table.fit_time[i]),
             "score_time": float(table.score_time[i]),
         }
-        if any(name.startswith(_TRAIN) for name in leaf):
-            split["train_scores"] = _unflatten(leaf, _TRAIN)
+        if error is not None:
+            split["test_scores"] = _failed_scores(core)
+        if core.return_train_score:
+            split["train_scores"] = (
+                _unflatten(leaf, "train:", multimetric)
+                if error is None
+                else _failed_scores(core)
+            )
         splits.append(split)
     return splits
 
 
-def _unflatten(leaf: dict[str, float], prefix: str):
-    if prefix + _SCALAR in leaf:
-        return leaf[prefix + _SCALAR]
-    start = prefix + _METRIC
-    return {k[len(start) :]: v for k, v in leaf.items() if k.startswith(start)}
+def _unflatten(leaf: dict[str, float], prefix: str, multimetric: bool):
+    """A split's scores as ``_fit_and_score`` gives them: a float or a dict."""
+    scores = {
+        name[len(prefix) :]: value
+        for name, value in leaf.items()
+        if name.startswith(prefix) and (prefix or not name.startswith("train:"))
+    }
+    if not multimetric and list(scores) == ["score"]:
+        return scores["score"]
+    return scores
 
 
 def _columns_of(table: LeafTable, backend) -> dict[str, Any]:
@@ -762,24 +555,23 @@ def _params_msg(parameters) -> str:
     return ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
 
 
-def _print_starts(context: _SearchContext, parameters, progress, n_splits) -> None:
+def _print_starts(verbose: int, parameters, progress, n_splits) -> None:
     """``GridSearchCV``'s START lines (``verbose > 9``), before the tree runs.
 
     The tree trains a candidate's folds together, so all of them start here;
     ``GridSearchCV`` prints each START just before its own fit.
     """
-    if context.verbose <= 9:
+    if verbose <= 9:
         return
     params_msg = _params_msg(parameters)
     for j in range(n_splits):
-        progress_msg = _progress_msg(context.verbose, j, n_splits, progress)
+        progress_msg = _progress_msg(verbose, j, n_splits, progress)
         start_msg = f"[CV{progress_msg}] START {params_msg}"
         print(f"{start_msg}{(80 - len(start_msg)) * '.'}")
 
 
-def _print_splits(context: _SearchContext, parameters, progress, splits) -> None:
+def _print_splits(verbose: int, parameters, progress, splits) -> None:
     """``GridSearchCV``'s per-split lines (``verbose > 1``), after the tree ran."""
-    verbose = context.verbose
     if verbose <= 1:
         return
     params_msg = _params_msg(parameters)

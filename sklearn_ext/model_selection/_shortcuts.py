@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import ClassifierMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.extmath import safe_sparse_dot
 
@@ -237,19 +236,16 @@ class SGDClassifierUpdate:
         model.n_iter_ = n_iter
 
 
-def fast_accuracy(estimator, scoring) -> Any:
+def fast_accuracy(estimator, metric) -> Any:
     """``accuracy_score(y, model.predict(X))`` for linear classifiers, or None.
 
-    Applies when ``scoring`` is ``"accuracy"`` or None with the classifier's
-    own ``score`` (scikit-learn's ``ClassifierMixin.score``), and the model
-    predicts with scikit-learn's ``LinearClassifierMixin``, on dense data.
-    Returns ``score(model, X, y) -> {"score": float}``.
+    Applies when the run's native metric (``CVTask.metric``) is
+    ``"accuracy"`` and the model predicts with scikit-learn's
+    ``LinearClassifierMixin``, on dense data. Returns
+    ``score(model, X, y) -> {"score": float}``.
     """
     cls = type(estimator)
-    if not (
-        scoring == "accuracy"
-        or (scoring is None and getattr(cls, "score", None) is ClassifierMixin.score)
-    ):
+    if metric != "accuracy":
         return None
     if not (
         getattr(cls, "predict", None) is LinearClassifierMixin.predict

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.model_selection._split import BaseCrossValidator
 from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import type_of_target
 
 from sklearn_ext.model_selection._plan import (
     FoldPlan,
@@ -17,7 +18,7 @@ from sklearn_ext.model_selection._plan import (
     check_order,
 )
 
-__all__ = ["TreeCVSplitter", "StratifiedTreeCVSplitter"]
+__all__ = ["TreeCVSplitter", "StratifiedTreeCVSplitter", "make_fold_plan"]
 
 
 class TreeCVSplitter(BaseCrossValidator):
@@ -223,3 +224,81 @@ class StratifiedTreeCVSplitter(TreeCVSplitter):
             random_state=self.random_state if self.shuffle else None,
         )
         return [test for _, test in chunker.split(X, y, groups)]
+
+
+def make_fold_plan(
+    cv, X, y=None, groups=None, *, classifier=False, order=None, random_state=None
+) -> FoldPlan:
+    """Turn a ``cv`` argument into the run's :class:`FoldPlan`.
+
+    Parameters
+    ----------
+    cv : int, FoldPlan, TreeCVSplitter or cross-validation generator
+        See :func:`tree_cross_validate`. A plan is returned as it is.
+    X, y, groups : array-like
+        The data, targets and groups handed to the splitter.
+    classifier : bool, default=False
+        Whether an int ``cv`` should stratify on a binary or multiclass ``y``
+        (see :func:`stratifies`).
+    order : {"fixed", "randomized"} or None, default=None
+        Feeding order; ``None`` takes a ``TreeCVSplitter``'s own order.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the randomized order when ``order`` is given.
+
+    Returns
+    -------
+    plan : FoldPlan
+    """
+    n_samples = _num_samples(X)
+    if isinstance(cv, FoldPlan):
+        if cv.n_samples != n_samples:
+            raise ValueError(
+                f"The fold plan given as cv covers {cv.n_samples} samples but X "
+                f"has {n_samples}."
+            )
+        if order is not None and order != cv.order:
+            raise ValueError(
+                f"order={order!r} differs from the order of the fold plan given "
+                f"as cv ({cv.order!r}); leave order=None to use the plan's."
+            )
+        return cv
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        if not 2 <= cv <= n_samples:
+            raise ValueError(
+                f"The 'cv' parameter must be an int in the range [2, n_samples="
+                f"{n_samples}] or a cross-validation generator. Got {cv!r} instead."
+            )
+        stratify = (
+            classifier
+            and y is not None
+            and (type_of_target(y) in ("binary", "multiclass"))
+        )
+        if stratify and np.min(np.unique(y, return_counts=True)[1]) < cv:
+            stratify = False  # StratifiedKFold cannot fill every chunk with a class.
+        cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
+    elif (
+        isinstance(cv, Iterable)
+        and not isinstance(cv, str)
+        and not hasattr(cv, "split")
+    ):
+        cv = check_cv(cv)  # (train, test) pairs, as scikit-learn takes them
+    elif not hasattr(cv, "split") or isinstance(cv, str):
+        raise ValueError(
+            "The 'cv' parameter must be an int in the range [2, n_samples], a "
+            "FoldPlan or a cross-validation generator with a split method. Got "
+            f"{cv!r} instead."
+        )
+    if isinstance(cv, TreeCVSplitter):
+        if order is None or order == cv.order:
+            return cv.plan(X, y, groups)
+        # Same chunks and leaf order, the feeding order asked for here.
+        return FoldPlan(
+            cv._test_folds(X, y, groups),
+            n_samples,
+            order=order,
+            seed=_draw_seed(random_state) if order == "randomized" else None,
+            leaf_order=cv.leaf_order,
+        )
+    return FoldPlan.from_cv(
+        cv, X, y, groups, order=order or "fixed", random_state=random_state
+    )

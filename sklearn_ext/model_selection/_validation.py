@@ -2,64 +2,36 @@
 
 from __future__ import annotations
 
-import numbers
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from numbers import Integral, Real
-from traceback import format_exc
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn import get_config
-from sklearn.base import (
-    BaseEstimator,
-    is_classifier,
-    is_clusterer,
-    is_outlier_detector,
-    is_regressor,
-)
-from sklearn.metrics import check_scoring
-from sklearn.model_selection import check_cv
-from sklearn.utils import check_array
+from sklearn.base import BaseEstimator
+from sklearn.model_selection._validation import _warn_or_raise_about_fit_failures
 from sklearn.utils._param_validation import HasMethods, StrOptions
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import _num_samples, check_consistent_length
 
-from sklearn_ext.model_selection._backends import (
-    Backend,
-    CVTask,
-    LeafResult,
-    LeafTable,
-    PythonTreeBackend,
-    StandardBackend,
-    accepts_classes,
+from sklearn_ext.model_selection._backends import Backend, LeafResult, LeafTable
+from sklearn_ext.model_selection._choice import METHODS
+from sklearn_ext.model_selection._core import RunCore, stratifies
+from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._scoring import (
+    check_response_methods,
+    make_scorer_dict,
+    native_metric,
 )
-from sklearn_ext.model_selection._choice import METHODS, choose_backend
-from sklearn_ext.model_selection._plan import (
-    FoldPlan,
-    _draw_seed,
-    check_training_rows,
-)
-from sklearn_ext.model_selection._regime import scored_estimator, warn_about_regime
-from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
+from sklearn_ext.model_selection._split import make_fold_plan
 from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = [
     "tree_cross_validate",
+    "check_response_methods",
     "make_fold_plan",
     "make_scorer_dict",
+    "native_metric",
     "stratifies",
 ]
-
-
-def stratifies(estimator) -> bool:
-    """Whether an int ``cv`` stratifies on ``y`` for ``estimator``.
-
-    True for classifiers and for outlier detectors (whose ``y`` holds the
-    normal/anomaly labels, so that every fold gets its share of anomalies).
-    """
-    return is_classifier(estimator) or is_outlier_detector(estimator)
 
 
 @validate_params(
@@ -75,6 +47,7 @@ def stratifies(estimator) -> bool:
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
         "return_estimator": ["boolean"],
+        "return_train_score": ["boolean"],
         "classes": ["array-like", None],
         "fit_params": [dict, None],
         "leaf_callback": [callable, None],
@@ -94,6 +67,7 @@ def tree_cross_validate(
     random_state=None,
     n_jobs: int | None = None,
     return_estimator: bool = False,
+    return_train_score: bool = False,
     classes=None,
     fit_params: dict[str, Any] | None = None,
     leaf_callback: Callable[[LeafResult], None] | None = None,
@@ -178,6 +152,9 @@ def tree_cross_validate(
         :func:`joblib.parallel_config` context; ``-1`` means all processors.
     return_estimator : bool, default=False
         Whether to return each fold's fitted model.
+    return_train_score : bool, default=False
+        Whether to also score each fold's model on its training rows
+        (``train_score`` or ``train_<name>``), as in ``cross_validate``.
     classes : array-like of shape (n_classes,), default=None
         All class labels, passed to the first ``partial_fit`` call of each model
         so that a training part lacking a class still works. Defaults to
@@ -191,9 +168,10 @@ def tree_cross_validate(
         exception to stop the run, which then propagates.
     error_score : "raise" or float, default=np.nan
         As in :func:`~sklearn.model_selection.cross_validate`: the score of a
-        fold whose scoring raises, with a ``UserWarning``; ``"raise"``
-        re-raises. A failed fit fails every fold of the tree, so its error is
-        raised (``cross_validate`` raises too when every fit fails).
+        fold whose fit or scoring raises, with a ``FitFailedWarning`` or a
+        ``UserWarning``; ``"raise"`` re-raises. A failed fit in the tree
+        fails every fold trained from it, and when every fit failed the error
+        is raised, as ``cross_validate`` does.
 
     Returns
     -------
@@ -229,46 +207,33 @@ def tree_cross_validate(
     'exact'
     """
     _check_params(estimator)
-    backend = choose_backend(estimator, method)
-    X_given = X
-    as_given = isinstance(backend, PythonTreeBackend | StandardBackend)
-    X, y = _validate_data(X, y, as_given=as_given)
-    plan = make_fold_plan(
-        cv,
+    core = RunCore(
+        estimator,
         X,
         y,
-        groups,
-        classifier=stratifies(estimator),
+        groups=groups,
+        cv=cv,
+        scoring=scoring,
+        method=method,
         order=order,
         random_state=random_state,
-    )
-    check_training_rows(plan, backend)
-    check_response_methods(estimator, scoring)
-    all_classes = _classes(estimator, y, classes)
-    scored, regime = scored_estimator(estimator, backend, classes=all_classes)
-    if regime == "one_pass":
-        warn_about_regime(estimator, refit=False, stacklevel=4)
-    task = CVTask(
-        estimator=scored,
-        X=X,
-        y=y,
-        plan=plan,
-        scorer=_scoring_errors_as(
-            make_scorer_dict(estimator, scoring), scoring, error_score
-        ),
-        scoring=scoring,
-        metric=native_metric(estimator, scoring),
-        fit_params=dict(fit_params or {}),
-        classes=_classes(scored, y, all_classes, checked=True),
+        classes=classes,
+        fit_params=fit_params,
         n_jobs=n_jobs,
-        return_estimator=return_estimator,
-        on_leaf=leaf_callback,
+        return_train_score=return_train_score,
+        error_score=error_score,
+        store=False,
     )
-    result = _aggregate(backend.run(task), backend.name)
-    if return_estimator and _feature_names(X_given) is not None and not as_given:
+    resolved = core.resolve(estimator)
+    table = core.run(
+        resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
+    )
+    result = _aggregate(table, resolved.backend.name, error_score)
+    names = _feature_names(X)
+    if return_estimator and names is not None and not resolved.backend.data_as_given:
         for model in result["estimator"]:
             if model is not None and not hasattr(model, "feature_names_in_"):
-                model.feature_names_in_ = _feature_names(X_given)
+                model.feature_names_in_ = names
     return result
 
 
@@ -283,308 +248,34 @@ def _check_params(estimator) -> None:
         estimator._validate_params()
 
 
-def _scoring_errors_as(scorer, scoring, error_score):
-    """``scorer``, with a fold whose scoring raises scored ``error_score``.
-
-    As scikit-learn's ``_score``: a ``UserWarning`` with the details, unless
-    ``error_score="raise"``.
-    """
-    if error_score == "raise":
-        return scorer
-    if isinstance(scoring, list | tuple | set | dict):
-        names = list(scoring)
-    else:
-        names = ["score"]
-
-    def score(model, X, y):
-        try:
-            return scorer(model, X, y)
-        except Exception:
-            warnings.warn(
-                "Scoring failed. The score on this train-test partition for "
-                f"these parameters will be set to {error_score}. Details: \n"
-                f"{format_exc()}",
-                UserWarning,
-                stacklevel=2,
-            )
-            return {name: float(error_score) for name in names}
-
-    return score
-
-
-def make_fold_plan(
-    cv, X, y=None, groups=None, *, classifier=False, order=None, random_state=None
-) -> FoldPlan:
-    """Turn a ``cv`` argument into the run's :class:`FoldPlan`.
-
-    Parameters
-    ----------
-    cv : int, FoldPlan, TreeCVSplitter or cross-validation generator
-        See :func:`tree_cross_validate`. A plan is returned as it is.
-    X, y, groups : array-like
-        The data, targets and groups handed to the splitter.
-    classifier : bool, default=False
-        Whether an int ``cv`` should stratify on a binary or multiclass ``y``
-        (see :func:`stratifies`).
-    order : {"fixed", "randomized"} or None, default=None
-        Feeding order; ``None`` takes a ``TreeCVSplitter``'s own order.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the randomized order when ``order`` is given.
-
-    Returns
-    -------
-    plan : FoldPlan
-    """
-    n_samples = X.shape[0]
-    if isinstance(cv, FoldPlan):
-        if cv.n_samples != n_samples:
-            raise ValueError(
-                f"The fold plan given as cv covers {cv.n_samples} samples but X "
-                f"has {n_samples}."
-            )
-        if order is not None and order != cv.order:
-            raise ValueError(
-                f"order={order!r} differs from the order of the fold plan given "
-                f"as cv ({cv.order!r}); leave order=None to use the plan's."
-            )
-        return cv
-    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        if not 2 <= cv <= n_samples:
-            raise ValueError(
-                f"The 'cv' parameter must be an int in the range [2, n_samples="
-                f"{n_samples}] or a cross-validation generator. Got {cv!r} instead."
-            )
-        stratify = (
-            classifier
-            and y is not None
-            and (type_of_target(y) in ("binary", "multiclass"))
-        )
-        if stratify and np.min(np.unique(y, return_counts=True)[1]) < cv:
-            stratify = False  # StratifiedKFold cannot fill every chunk with a class.
-        cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
-    elif (
-        isinstance(cv, Iterable)
-        and not isinstance(cv, str)
-        and not hasattr(cv, "split")
-    ):
-        cv = check_cv(cv)  # (train, test) pairs, as scikit-learn takes them
-    elif not hasattr(cv, "split") or isinstance(cv, str):
-        raise ValueError(
-            "The 'cv' parameter must be an int in the range [2, n_samples], a "
-            "FoldPlan or a cross-validation generator with a split method. Got "
-            f"{cv!r} instead."
-        )
-    if isinstance(cv, TreeCVSplitter):
-        if order is None or order == cv.order:
-            return cv.plan(X, y, groups)
-        # Same chunks and leaf order, the feeding order asked for here.
-        return FoldPlan(
-            cv._test_folds(X, y, groups),
-            n_samples,
-            order=order,
-            seed=_draw_seed(random_state) if order == "randomized" else None,
-            leaf_order=cv.leaf_order,
-        )
-    return FoldPlan.from_cv(
-        cv, X, y, groups, order=order or "fixed", random_state=random_state
-    )
-
-
-def make_scorer_dict(estimator, scoring) -> Callable[[Any, Any, Any], dict[str, float]]:
-    """A scorer ``(model, X, y) -> {name: value}`` for ``scoring``.
-
-    ``scoring=None`` picks the estimator's natural score: ``score`` for
-    classifiers, regressors and outlier detectors that define one (e.g. the
-    AUROC of :class:`~sklearn_ext.anomaly.SemiSupervisedAnomalyDetector`),
-    minus the mean squared distance to the nearest centre for clusterers and
-    the mean of ``score_samples`` for density estimators.
-    """
-    if scoring is None:
-        if is_clusterer(estimator):
-            return _named(_neg_mean_squared_distance)
-        has_score = is_outlier_detector(estimator) and callable(
-            getattr(estimator, "score", None)
-        )
-        if not (
-            is_classifier(estimator) or is_regressor(estimator) or has_score
-        ) and hasattr(estimator, "score_samples"):
-            return _named(_mean_score_samples)
-    try:
-        scorer = check_scoring(estimator, scoring)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(
-            f"Invalid scoring={scoring!r} for {type(estimator).__name__}: {exc}"
-        ) from None
-    if isinstance(scoring, list | tuple | set | dict):
-        return scorer
-    return _named(scorer)
-
-
-def native_metric(estimator, scoring) -> str | None:
-    """The metric a backend may compute itself for ``scoring`` (``CVTask.metric``).
-
-    The ``scoring`` string as given; for ``scoring=None``, ``"accuracy"`` or
-    ``"r2"`` when the estimator's ``score`` is scikit-learn's classifier or
-    regressor mixin's, else ``"score"`` (its own); ``None`` for a callable or
-    several metrics, which only the scorer computes.
-    """
-    if isinstance(scoring, str):
-        return scoring
-    if scoring is not None:
-        return None
-    from sklearn.base import ClassifierMixin, RegressorMixin
-
-    own = getattr(type(estimator), "score", None)
-    if own is ClassifierMixin.score:
-        return "accuracy"
-    if own is RegressorMixin.score:
-        return "r2"
-    return "score"
-
-
-def check_response_methods(estimator, scoring) -> None:
-    """Raise before any fit if ``scoring`` calls a method ``estimator`` lacks.
-
-    Every fold would fail the same way; the ``AttributeError`` (what
-    scikit-learn raises for a missing method) says which scorer and method.
-    """
-    if scoring is None or callable(scoring):
-        return
-    try:
-        scorer = check_scoring(estimator, scoring)
-    except (ValueError, TypeError):
-        return  # make_scorer_dict says what is wrong with it
-    scorers = getattr(scorer, "_scorers", {"score": scorer})
-    for name, one in scorers.items():
-        methods = getattr(one, "_response_method", None)
-        if methods is None:
-            continue
-        methods = (methods,) if isinstance(methods, str) else tuple(methods)
-        if not any(hasattr(estimator, method) for method in methods):
-            which = f"scoring={scoring!r}" if len(scorers) == 1 else f"{name!r}"
-            raise AttributeError(
-                f"The scorer {which} calls {' or '.join(methods)}, which "
-                f"{type(estimator).__name__} does not have with these parameters; "
-                "choose a scoring it supports."
-            )
-
-
-def _named(scorer) -> Callable[[Any, Any, Any], dict[str, float]]:
-    def score(model, X, y):
-        return {"score": scorer(model, X, y)}
-
-    return score
-
-
-def _neg_mean_squared_distance(model, X, y=None) -> float:
-    """Minus the mean squared distance of ``X`` to the nearest cluster centre."""
-    centers = np.asarray(model.cluster_centers_)
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    X = np.asarray(X, dtype=float)
-    sq = (
-        np.einsum("ij,ij->i", X, X)[:, None]
-        - 2 * X @ centers.T
-        + np.einsum("ij,ij->i", centers, centers)[None, :]
-    )
-    return -float(np.mean(np.maximum(sq.min(axis=1), 0.0)))
-
-
-def _mean_score_samples(model, X, y=None) -> float:
-    """Mean of ``score_samples``: the mean log-likelihood of a density model."""
-    return float(np.mean(model.score_samples(X)))
-
-
-def _validate_data(X, y, *, as_given: bool = False):
-    """Checked ``X`` and ``y``; with ``as_given``, ``X`` only made indexable.
-
-    The native engines need a finite array or CSR matrix; the Python tree and
-    the standard backend hand rows to the estimator, which checks them itself
-    (DataFrames keep their column names, NaN reaches learners that accept it).
-    """
-    if as_given and not sp.issparse(X):
-        if _num_samples(X) < 2:
-            raise ValueError(
-                f"Found array with {_num_samples(X)} sample(s) while a minimum "
-                "of 2 is required."
-            )
-        X = X if hasattr(X, "iloc") or hasattr(X, "shape") else _as_rows(X)
-    else:
-        X = check_array(
-            X,
-            accept_sparse="csr",
-            dtype=None,
-            ensure_all_finite=True,
-            ensure_min_samples=2,
-            input_name="X",
-        )
-    if y is not None:
-        y = check_array(
-            y,
-            ensure_2d=False,
-            dtype=None,
-            ensure_all_finite=True,
-            ensure_min_samples=2,
-            input_name="y",
-        )
-    if y is not None:
-        check_consistent_length(X, y)
-        if y.dtype == object:
-            n_none = sum(value is None for value in y.ravel())
-            if n_none:
-                raise ValueError(
-                    f"The 'y' parameter must not contain None; got None in "
-                    f"{n_none} of {y.shape[0]} samples."
-                )
-    return X, y
-
-
-def _as_rows(X):
-    """A list of rows (texts...) as an array that rows can be taken from."""
-    array = np.empty(len(X), dtype=object)
-    array[:] = list(X)
-    return array
-
-
 def _feature_names(X):
     from sklearn.utils.validation import _get_feature_names
 
     return _get_feature_names(X)
 
 
-def _classes(estimator, y, classes, checked=False):
-    """All class labels for ``estimator`` (None if it takes no ``classes``).
+def _aggregate(table: LeafTable, backend: str, error_score) -> dict[str, Any]:
+    """The result dict, one entry per split in split order, then the extras.
 
-    ``checked``: ``classes`` already holds every label of ``y`` (a second
-    look-up in one run skips the pass over ``y``).
+    Failed fits are reported as ``cross_validate`` reports them: a
+    ``FitFailedWarning`` when some failed, an error when all did.
     """
-    if not accepts_classes(estimator):
-        return None
-    if classes is not None:
-        classes = np.asarray(classes)
-        if y is not None and not checked:
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(
-                    f"The 'classes' parameter must contain every label of y; "
-                    f"{unknown.tolist()} are missing from {classes.tolist()}."
-                )
-        return classes
-    return None if y is None else np.unique(y)
-
-
-def _aggregate(table: LeafTable, backend: str) -> dict[str, Any]:
-    """The result dict, one entry per split in split order, then the extras."""
     table = table.by_split()
+    if table.fit_error is not None:
+        _warn_or_raise_about_fit_failures(
+            [{"fit_error": error} for error in table.fit_error], error_score
+        )
     result: dict[str, Any] = {
         "fit_time": np.asarray(table.fit_time),
         "score_time": np.asarray(table.score_time),
     }
-    if list(table.scores) == ["score"]:
-        result["test_score"] = np.asarray(table.scores["score"])
-    else:
-        for name, values in table.scores.items():
-            result[f"test_{name}"] = np.asarray(values)
+    test = {n: v for n, v in table.scores.items() if not n.startswith("train:")}
+    for prefix, scores in (
+        ("test", test),
+        ("train", {n[6:]: v for n, v in table.scores.items() if n not in test}),
+    ):
+        for name, values in scores.items():
+            result[f"{prefix}_{name}"] = np.asarray(values)
     if table.estimator is not None:
         result["estimator"] = list(table.estimator)
     result["n_samples_fed"] = int(np.sum(table.n_samples_fed))

@@ -1,0 +1,490 @@
+"""The run core: the one path from every door to the backends.
+
+:func:`~sklearn_ext.tree_cross_validate`, each candidate and the refit of
+:class:`~sklearn_ext.TreeCVSearchCV`, each ``TreeCVObjective`` trial and the
+command line all go through a :class:`RunCore`, the way scikit-learn's searches
+and ``cross_validate`` all reduce to ``_fit_and_score``. A core is built once
+per call, per search ``fit`` or per study, and decides once what the runs
+share: the data (as given, and checked once for the engines that need an
+array), the fold plan, the scorer and the metric a backend may compute itself,
+the classes, the stores and the warnings. :meth:`RunCore.resolve` picks one
+candidate's backend (once), :meth:`RunCore.run` runs it and
+:meth:`RunCore.refit` trains the model the scores describe.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from traceback import format_exc
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+from sklearn.utils.validation import _num_samples, check_consistent_length
+
+from sklearn_ext.model_selection._backends import (
+    Backend,
+    CVTask,
+    LeafResult,
+    LeafTable,
+)
+from sklearn_ext.model_selection._choice import resolve_backend
+from sklearn_ext.model_selection._plan import FoldPlan, check_training_rows
+from sklearn_ext.model_selection._regime import (
+    fit_is_one_pass,
+    regime_estimator,
+    scored_estimator,
+    warn_about_regime,
+)
+from sklearn_ext.model_selection._scoring import (
+    check_response_methods,
+    make_scorer_dict,
+    metric_names,
+    native_metric,
+)
+from sklearn_ext.model_selection._split import make_fold_plan
+from sklearn_ext.utils._data_scope import data_scope
+
+__all__ = ["Resolved", "RunCore", "stratifies"]
+
+
+def stratifies(estimator) -> bool:
+    """Whether an int ``cv`` stratifies on ``y`` for ``estimator``.
+
+    True for classifiers and for outlier detectors (whose ``y`` holds the
+    normal/anomaly labels, so that every fold gets its share of anomalies).
+    """
+    from sklearn.base import is_classifier, is_outlier_detector
+
+    return is_classifier(estimator) or is_outlier_detector(estimator)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One candidate's run, decided: what runs it and what it scores.
+
+    Attributes
+    ----------
+    estimator : estimator object
+        The candidate as the user gave it.
+    backend : Backend
+        The backend that runs it (with the run's store, if any).
+    scored : estimator object
+        What the backend trains: ``estimator``, or a ``TreeCVEstimator``
+        around it that keeps its batches fixed.
+    regime : {"fit", "one_pass"}
+        What each fold's model is (``backend.scores``).
+    store : object or None
+        The store the runs share.
+    session : object or None
+        What ``backend`` holds for this run: ``store.session()`` when the
+        store opens sessions (an Optuna artifact store), else ``store``.
+    """
+
+    estimator: Any
+    backend: Backend
+    scored: Any
+    regime: str
+    store: Any = None
+    session: Any = None
+
+    @property
+    def scores_own_fit(self) -> bool:
+        """Whether the folds are the learner's own ``fit``."""
+        return self.regime == "fit" or fit_is_one_pass(self.estimator)
+
+
+class RunCore:
+    """What every run of one call, one search ``fit`` or one study shares.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        The learner (a search's base estimator); its class decides the
+        stratification of an int ``cv``, the scorer and the classes.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The data as given: DataFrames, lists and NaN reach the estimator when
+        the backend that runs takes data as given (``Backend.data_as_given``),
+        exactly as in ``cross_validate``; the native engines get a checked
+        array, made once.
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+        Targets.
+    groups : array-like of shape (n_samples,), default=None
+        Group labels for the splitter.
+    cv : int, FoldPlan or cross-validation generator, default=5
+        See :func:`~sklearn_ext.tree_cross_validate`.
+    scoring : str, callable, list, tuple, set, dict or None, default=None
+        As in ``cross_validate``: ``None`` is the estimator's ``score``.
+    method : str or Backend, default="auto"
+        See :func:`~sklearn_ext.model_selection.choose_backend`.
+    order, random_state :
+        The feeding order of the plan and its seed.
+    classes : array-like, default=None
+        All class labels (default: those of ``y`` for a classifier).
+    fit_params : dict, default=None
+        Passed to ``fit`` (per-sample arrays restricted), and to
+        ``partial_fit`` unless ``stream_params`` is given.
+    stream_params : dict, default=None
+        Passed to ``partial_fit`` when they differ from ``fit``'s (metadata
+        routing); default: ``fit_params``.
+    score_params : dict, default=None
+        Passed to the scorers (per-sample arrays restricted).
+    n_jobs : int, default=None
+        Workers of each run.
+    return_train_score : bool, default=False
+        Also score each fold's model on its training rows.
+    error_score : "raise" or float, default=np.nan
+        The score of a fold whose fit or scoring fails, as in
+        ``cross_validate``; ``"raise"`` raises.
+    store : object, False or None, default=None
+        A store shared by the runs (``warm_start_store``), ``False`` for
+        none, ``None`` for the backend's own (one per backend class).
+    refit : bool, default=False
+        Whether the door returns a model (said in the regime note).
+    """
+
+    def __init__(
+        self,
+        estimator,
+        X,
+        y=None,
+        *,
+        groups=None,
+        cv=5,
+        scoring=None,
+        method="auto",
+        order=None,
+        random_state=None,
+        classes=None,
+        fit_params=None,
+        stream_params=None,
+        score_params=None,
+        n_jobs=None,
+        return_train_score: bool = False,
+        error_score=np.nan,
+        store=None,
+        refit: bool = False,
+    ) -> None:
+        self.method = method
+        self.X, self.y = _indexable_data(X, y)
+        self._checked_X = None
+        self.plan: FoldPlan = make_fold_plan(
+            cv,
+            self.X,
+            self.y,
+            groups,
+            classifier=stratifies(estimator),
+            order=order,
+            random_state=random_state,
+        )
+        check_response_methods(estimator, scoring)
+        self.scoring = scoring
+        self.scorer = make_scorer_dict(estimator, scoring, error_score)
+        self.metric = (
+            None
+            if score_params or return_train_score
+            else native_metric(estimator, scoring)
+        )
+        self.classes = _all_classes(estimator, self.y, classes)
+        self.fit_params = dict(fit_params or {})
+        self.stream_params = (
+            self.fit_params if stream_params is None else dict(stream_params)
+        )
+        self.score_params = dict(score_params or {})
+        self.n_jobs = n_jobs
+        self.return_train_score = return_train_score
+        self.error_score = error_score
+        self.store = store
+        self.refit_ = refit
+        self._stores: dict[type, Any] = {}
+        self._said: set = set()
+        self.memo: dict = {}
+        if store is not None and store is not False:
+            # A store the backend cannot keep is refused before any run.
+            backend = resolve_backend(estimator, method, self.X, self.y, say=self.say)
+            backend.with_store(store, estimator)
+
+    # -- what one candidate runs ----------------------------------------------------
+    def resolve(self, estimator) -> Resolved:
+        """Pick the backend of ``estimator`` and decide what it scores, once."""
+        backend = resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
+        store = self._store_for(backend, estimator)
+        session = None
+        if store is not None:
+            opens = getattr(store, "session", None)
+            session = opens() if callable(opens) else store
+            backend = backend.with_store(session, estimator)
+        check_training_rows(self.plan, backend)
+        scored, regime = scored_estimator(estimator, backend, classes=self.classes)
+        if regime == "one_pass" and not fit_is_one_pass(estimator):
+            self.say(lambda: warn_about_regime(estimator, refit=self.refit_))
+        return Resolved(estimator, backend, scored, regime, store, session)
+
+    def store_of(self, estimator):
+        """The store the runs of ``estimator`` share, or ``None``."""
+        backend = resolve_backend(estimator, self.method, self.X, self.y)
+        return self._store_for(backend, estimator)
+
+    def _store_for(self, backend: Backend, estimator):
+        if self.store is False:
+            return None
+        if self.store is not None:
+            return self.store
+        kind = type(backend)
+        if kind not in self._stores:
+            # setdefault: threads racing on the first trial keep one store.
+            self._stores.setdefault(kind, backend.default_store(estimator))
+        return self._stores[kind]
+
+    def run(
+        self,
+        resolved: Resolved,
+        *,
+        plan: FoldPlan | None = None,
+        leaf_callback=None,
+        return_estimator: bool = False,
+    ) -> LeafTable:
+        """Score every fold of ``plan`` (the core's by default) with ``resolved``.
+
+        A fit that fails fails every fold the backend trains with it: unless
+        ``error_score="raise"``, those folds get ``error_score`` and their
+        ``fit_error``, as ``cross_validate`` records failed fits. An exception
+        raised by ``leaf_callback`` (a pruned trial) always propagates.
+        """
+        plan = self.plan if plan is None else plan
+        stop = _Stop(leaf_callback)
+        task = self.task(resolved, plan, stop if leaf_callback else None)
+        task.return_estimator = return_estimator
+        with data_scope(self.memo):
+            try:
+                return resolved.backend.run(task)
+            except Exception as exc:
+                if stop.raised is exc or self.error_score == "raise":
+                    raise
+                return _failed_table(task, format_exc())
+
+    def task(self, resolved: Resolved, plan: FoldPlan, on_leaf=None) -> CVTask:
+        """The :class:`CVTask` of one run of ``resolved`` on ``plan``."""
+        backend = resolved.backend
+        return CVTask(
+            estimator=resolved.scored,
+            X=self.X if backend.data_as_given else self.checked_X,
+            y=self.y,
+            plan=plan,
+            scorer=self.scorer,
+            scoring=self.scoring if self.metric is not None else _ByScorer(),
+            metric=self.metric,
+            fit_params=dict(
+                self.stream_params if resolved.regime == "one_pass" else self.fit_params
+            ),
+            score_params=self.score_params,
+            classes=self.classes if _takes_classes(resolved.scored) else None,
+            n_jobs=self.n_jobs,
+            on_leaf=on_leaf,
+            return_train_score=self.return_train_score,
+            error_score=self.error_score,
+            names=tuple(metric_names(self.scoring)),
+        )
+
+    @property
+    def checked_X(self):
+        """``X`` as the native engines need it: a finite ndarray or CSR matrix."""
+        if self._checked_X is None:
+            self._checked_X = check_array(
+                self.X,
+                accept_sparse="csr",
+                dtype=None,
+                ensure_all_finite=True,
+                ensure_min_samples=2,
+                input_name="X",
+            )
+        return self._checked_X
+
+    def refit(self, resolved: Resolved, X, y=None):
+        """The model the scores describe, trained on ``X``, ``y``.
+
+        The learner's own ``fit`` when the folds were its ``fit``; otherwise
+        the estimator whose ``fit`` is the scored pass (see
+        :func:`~sklearn_ext.model_selection.one_pass_estimator`), given the
+        ``partial_fit`` parameters. The run's store is lent to it (a kernel
+        SVM reuses the kernel).
+        """
+        model = regime_estimator(resolved.estimator, resolved.regime, self.classes)
+        wrapped = type(model) is not type(resolved.estimator)
+        fit_params = self.stream_params if wrapped else self.fit_params
+        store = None
+        if resolved.store is not None and _takes_store(model):
+            store = resolved.store
+            model.set_params(warm_start_store=store)
+        try:
+            if y is None:
+                model.fit(X, **fit_params)
+            else:
+                model.fit(X, y, **fit_params)
+        finally:
+            if store is not None:
+                model.set_params(warm_start_store=None)
+        return model
+
+    # -- notes ------------------------------------------------------------------------
+    def say(self, warn) -> None:
+        """Emit the warnings of ``warn()`` once for the core's whole life.
+
+        A search's candidates and a study's trials share one core, so a note
+        about the learner (the regime, a fallback) is said once per ``fit`` or
+        study, not once per candidate or trial. The warnings point at the
+        user's code.
+        """
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn()
+        for w in caught:
+            key = (w.category, str(w.message))
+            if key in self._said:
+                continue
+            self._said.add(key)
+            _warn_at_caller(w.message, w.category)
+
+    def __getstate__(self) -> dict:
+        # A worker process gets the data and decisions, not the notes and memo.
+        state = dict(self.__dict__)
+        state["_said"], state["memo"] = set(), {}
+        return state
+
+
+class _ByScorer:
+    """``CVTask.scoring`` when no backend may score natively."""
+
+    def __repr__(self) -> str:
+        return "<scikit-learn scorer>"
+
+
+class _Stop:
+    """The leaf callback, remembering an exception it raised (a pruned trial)."""
+
+    def __init__(self, callback) -> None:
+        self.callback = callback
+        self.raised: BaseException | None = None
+
+    def __call__(self, leaf: LeafResult) -> None:
+        try:
+            self.callback(leaf)
+        except BaseException as exc:
+            self.raised = exc
+            raise
+
+
+def _failed_table(task: CVTask, error: str) -> LeafTable:
+    """Every fold failed with ``error``: scored ``error_score``."""
+    plan = task.plan
+    names = task.score_names()
+    leaves = [
+        task.leaf_result(
+            leaf,
+            {name: float(task.error_score) for name in names},
+            0,
+            0.0,
+            0.0,
+            fit_error=error,
+        )
+        for leaf in range(plan.n_splits)
+    ]
+    return LeafTable.from_leaves(leaves)
+
+
+def _indexable_data(X, y):
+    """``X`` made indexable as ``cross_validate`` does, ``y`` checked."""
+    if sp.issparse(X):
+        X = X.tocsr()
+    elif not (hasattr(X, "iloc") or hasattr(X, "shape") or isinstance(X, list)):
+        X = list(X) if hasattr(X, "__iter__") else X
+    n_samples = _num_samples(X)
+    if n_samples < 2:
+        raise ValueError(
+            f"Found array with {n_samples} sample(s) while a minimum of 2 is required."
+        )
+    if y is not None:
+        y = check_array(
+            y,
+            ensure_2d=False,
+            dtype=None,
+            ensure_all_finite=True,
+            ensure_min_samples=2,
+            input_name="y",
+        )
+        check_consistent_length(X, y)
+        if y.dtype == object:
+            n_none = sum(value is None for value in y.ravel())
+            if n_none:
+                raise ValueError(
+                    f"The 'y' parameter must not contain None; got None in "
+                    f"{n_none} of {y.shape[0]} samples."
+                )
+    return X, y
+
+
+def _all_classes(estimator, y, classes):
+    """All class labels of a classifier's ``y`` (checked against ``classes``)."""
+    from sklearn.base import is_classifier
+
+    if classes is not None:
+        classes = np.asarray(classes)
+        if y is not None:
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(
+                    f"The 'classes' parameter must contain every label of y; "
+                    f"{unknown.tolist()} are missing from {classes.tolist()}."
+                )
+        return classes
+    if y is None or not is_classifier(estimator) or y.ndim != 1:
+        return None
+    return np.unique(y)
+
+
+def _takes_classes(estimator) -> bool:
+    from sklearn_ext.model_selection._backends import accepts_classes
+
+    return accepts_classes(estimator)
+
+
+def _takes_store(model) -> bool:
+    """Whether ``model`` has a ``warm_start_store`` parameter left at ``None``."""
+    params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
+    return "warm_start_store" in params and params["warm_start_store"] is None
+
+
+def _warn_at_caller(message, category) -> None:
+    """Warn at the first frame outside this project, scikit-learn and joblib."""
+    import sys
+
+    frame = sys._getframe(1)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    ours = tuple(
+        os.path.join(root, name) + os.sep for name in ("sklearn_ext", "optuna_treecv")
+    )
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        inside = filename.startswith(ours)
+        library = any(
+            f"{os.sep}{name}{os.sep}" in filename
+            for name in ("sklearn", "joblib", "optuna", "contextlib.py")
+        )
+        if not (inside or library or filename.startswith("<frozen")):
+            break
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(
+        message,
+        category,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=frame.f_globals.get("__name__"),
+        registry=registry,
+    )
