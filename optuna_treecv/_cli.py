@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import math
 import re
 import sys
 import time
@@ -181,11 +182,20 @@ def _parse_space(items: Sequence[str]) -> dict[str, Any]:
                     raise ValueError(f"expected {kind}:LOW:HIGH[:log]")
                 cast = float if kind == "float" else int
                 dist = FloatDistribution if kind == "float" else IntDistribution
-                space[name] = dist(cast(parts[0]), cast(parts[1]), log=log)
+                low, high = cast(parts[0]), cast(parts[1])
+                # A sampler draws in [LOW, HIGH]: nan, inf or a width beyond
+                # the largest float would fail inside it, after the study began.
+                if not all(map(math.isfinite, (low, high, float(high) - low))):
+                    raise ValueError(
+                        f"LOW and HIGH must be finite numbers less than "
+                        f"{sys.float_info.max:.3g} apart, got {low!r} and {high!r}"
+                    )
+                space[name] = dist(low, high, log=log)
             else:
                 raise ValueError("the kind must be float, int or cat")
-        except ValueError as exc:
-            raise CLIError(f"bad --space {item!r}: {exc}.") from None
+        except (ValueError, OverflowError) as exc:
+            reason = str(exc).rstrip(".")
+            raise CLIError(f"bad --space {item!r}: {reason}.") from None
     return space
 
 

@@ -107,7 +107,9 @@ def _load_npz(path: Path):
 
 
 def _load_csv(path: Path, target: str | None):
-    with open(path, newline="") as f:
+    # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the
+    # first cell, which would otherwise read as text and pass for a header.
+    with open(path, newline="", encoding="utf-8-sig") as f:
         text = f.read()
     # (line number, cells) of the non-empty lines; line numbers count from 1.
     lines = [
@@ -170,12 +172,39 @@ def _load_csv(path: Path, target: str | None):
                         "be numeric; choose the target with --target)"
                     ) from None
         raise  # pragma: no cover (astype failed on a cell _is_number accepts)
-    y = table[:, column].astype(str)
-    if all(_is_number(v) for v in y):
-        y = y.astype(float)
-        if np.all(y == np.round(y)):
-            y = y.astype(np.int64)
+    y = _target(table[:, column].astype(str), [number for number, _ in lines])
     return X, y
+
+
+def _target(cells: np.ndarray, numbers: list[int]) -> np.ndarray:
+    """The target column as numbers where no two labels merge, else as text.
+
+    Integers that fit int64 become int64, other finite numbers float64. Integers
+    beyond int64 (e.g. 20-digit ids) stay text, so that distinct labels stay
+    distinct classes; a non-finite number (nan, inf) is refused with its line.
+    """
+    if not all(_is_number(v) for v in cells):
+        return cells
+    values = cells.astype(float)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"target value {str(cells[i])!r} on line {numbers[i]} is not a finite "
+            "number; a target must be a finite number or a text label"
+        )
+    try:
+        exact = [int(v) for v in cells]
+    except ValueError:  # Not all integer literals: "1.5", "2e3".
+        exact = None
+    if exact is not None:
+        if all(-(2**63) <= v < 2**63 for v in exact):
+            return np.asarray(exact, dtype=np.int64)
+        # float64 would merge neighbouring labels and int64 would overflow.
+        return np.asarray([str(v) for v in exact])
+    if np.all(values == np.round(values)) and np.all(np.abs(values) < 2.0**63):
+        return values.astype(np.int64)
+    return values
 
 
 def _likely_delimiter(text: str) -> str | None:

@@ -160,6 +160,22 @@ def test_import_path_learner_with_space(tmp_path, capsys):
         (["tune", "sgd", "iris", "--storage", "just-a-name"], "cannot open storage"),
         (["tune", "sgd", "iris", "--space", "alpha=float:1"], "bad --space"),
         (
+            ["tune", "sgd", "iris", "--space", "alpha=float:nan:1"],
+            r"bad --space 'alpha=float:nan:1': LOW and HIGH must be finite .* nan",
+        ),
+        (
+            ["tune", "sgd", "iris", "--space", "alpha=float:0:inf"],
+            r"'alpha=float:0:inf': LOW and HIGH must be finite .* inf",
+        ),
+        (
+            ["tune", "sgd", "iris", "--space", "alpha=float:-1e308:1e308"],
+            "LOW and HIGH must be finite numbers less than 1.8e\\+308 apart",
+        ),
+        (
+            ["tune", "sgd", "iris", "--space", "max_iter=int:1:" + "9" * 400],
+            "bad --space 'max_iter=int:1:999",
+        ),
+        (
             ["tune", "sklearn.linear_model:SGDClassifier", "iris"],
             "no default search space",
         ),
@@ -542,6 +558,45 @@ def test_csv_errors_name_the_line_column_or_delimiter(tmp_path, capsys, text, ma
     code, _, err = run(["cv", "sgd", path], capsys)
     assert code == 2 and err.count("\n") == 1
     assert re.search(match, err), err
+
+
+def test_csv_with_a_byte_order_mark_and_no_header_keeps_its_first_row(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf1.5,2,0\n3,4,1\n5,6,0\n")
+    X, y = load_dataset(str(path))
+    np.testing.assert_array_equal(X, [[1.5, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(y, [0, 1, 0])
+    # A header after the mark is still a header, its first name without the mark.
+    path.write_bytes(b"\xef\xbb\xbfa,label\n1,0\n2,1\n")
+    X, y = load_dataset(str(path), target="a")
+    np.testing.assert_array_equal(X, [[0], [1]])
+
+
+def test_csv_labels_never_merge_or_overflow(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_text("a,y\n1,12345678901234567890\n2,12345678901234567891\n3,7\n")
+    _, y = load_dataset(str(path))
+    # Beyond int64, float64 would merge the first two and int64 would wrap.
+    assert len(np.unique(y)) == 3
+    assert list(y) == ["12345678901234567890", "12345678901234567891", "7"]
+    path.write_text(f"a,y\n1,{2**63 - 1}\n2,{-(2**63)}\n3,0\n")
+    _, y = load_dataset(str(path))
+    assert y.dtype == np.int64 and list(y) == [2**63 - 1, -(2**63), 0]
+    path.write_text("a,y\n1,1e19\n2,0.5\n3,2.0\n")
+    _, y = load_dataset(str(path))
+    assert y.dtype == np.float64 and list(y) == [1e19, 0.5, 2.0]
+    path.write_text("a,y\n1,1e19\n2,0\n3,2.0\n")  # Integral, beyond int64.
+    _, y = load_dataset(str(path))
+    assert y.dtype == np.float64 and y[0] == 1e19
+
+
+@pytest.mark.parametrize("label", ["inf", "-inf", "nan"])
+def test_csv_non_finite_label_is_refused(tmp_path, capsys, label):
+    path = tmp_path / "inf.csv"
+    path.write_text(f"a,y\n1,0\n2,{label}\n3,1\n")
+    code, _, err = run(["cv", "sgd", path], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert f"target value {label!r} on line 3 is not a finite number" in err
 
 
 def test_csv_unknown_target_lists_the_columns(iris_files, capsys):
