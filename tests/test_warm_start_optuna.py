@@ -405,3 +405,183 @@ def test_a_file_that_is_not_an_npz_is_closed(tmp_path, content):
             read_solutions(str(bad))
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+# -- reads that never block, follow a link or inflate past the bound ----------------
+def _study_naming(artifact_ids):
+    """A study whose COMPLETE trials name ``artifact_ids`` as their warm starts."""
+    study = optuna.create_study(direction="maximize")
+    for artifact_id in artifact_ids:
+        trial = study.ask()
+        trial.set_user_attr("warm_start_artifact", artifact_id)
+        study.tell(trial, 0.5)
+    return study
+
+
+HAZARDS = textwrap.dedent(
+    """
+    import os, sys, warnings
+    import optuna
+    from optuna_treecv import ArtifactWarmStartStore
+
+    folder = sys.argv[1]
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    store = ArtifactWarmStartStore(folder, optuna.create_study())
+    os.mkfifo(os.path.join(folder, "fifo"))
+    os.symlink("/dev/zero", os.path.join(folder, "zero"))
+    study = optuna.create_study()
+    for artifact_id in ("fifo", "zero", "../outside", "/dev/zero"):
+        trial = study.ask()
+        trial.set_user_attr("warm_start_artifact", artifact_id)
+        study.tell(trial, 0.5)
+    store.study = study
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store.sync()
+    for w in caught:
+        print(w.message)
+    print("rejected", store.n_rejected)
+    """
+)
+
+
+def test_artifact_reads_never_block_nor_follow_links(tmp_path):
+    """A FIFO would block every worker and a link to /dev/zero would copy until
+    the disk is full: a child process runs the reads, with a cap on the size of
+    the files it may write and a timeout, so that a regression fails here."""
+    import resource
+
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+
+    def cap_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2**26, 2**26))
+
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", HAZARDS, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=cap_file_size,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading a FIFO artifact blocked")
+    finally:
+        fifo = folder / "fifo"
+        if fifo.exists():  # Unblock a reader stuck on it, if any.
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "rejected 4"
+    fifo_note = "'fifo' of trial 0: ValueError: the artifact is not a regular file"
+    assert f"{fifo_note} (it is a FIFO)" in lines[0]
+    assert "'zero' of trial 1: ValueError: the artifact is a symbolic link" in lines[1]
+    assert "not a file name" in lines[2] and "not a file name" in lines[3]
+
+
+def _zip_of_one_deflated_member(name: str, head: bytes, n_zeros: int) -> bytes:
+    """A zip whose member is ``head`` then ``n_zeros`` zero bytes, deflated.
+
+    Deflated zeros after a full flush repeat block for block, so a 2 GiB member
+    takes a second to build: the archive is a real zip bomb, about 2 MB.
+    """
+    import struct
+    import zlib
+
+    chunk = bytes(2**24)
+    assert n_zeros % len(chunk) == 0
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = compressor.compress(head) + compressor.flush(zlib.Z_FULL_FLUSH)
+    block = compressor.compress(chunk) + compressor.flush(zlib.Z_FULL_FLUSH)
+    body = first + block * (n_zeros // len(chunk)) + compressor.flush()
+    crc = zlib.crc32(head)
+    for _ in range(n_zeros // len(chunk)):
+        crc = zlib.crc32(chunk, crc)
+    size = len(head) + n_zeros
+    encoded = name.encode()
+    local = struct.pack(
+        "<4sHHHHHLLLHH", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(body), size,
+        len(encoded), 0,
+    ) + encoded  # fmt: skip
+    central = struct.pack(
+        "<4sHHHHHHLLLHHHHHLL", b"PK\x01\x02", 20, 20, 0, 8, 0, 0x21, crc,
+        len(body), size, len(encoded), 0, 0, 0, 0, 0, 0,
+    ) + encoded  # fmt: skip
+    end = struct.pack(
+        "<4sHHHHLLH", b"PK\x05\x06", 0, 0, 1, 1, len(central),
+        len(local) + len(body), 0,
+    )  # fmt: skip
+    return local + body + central + end
+
+
+def _npy_head(shape) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": "<f8", "fortran_order": False, "shape": shape}
+    )
+    return buffer.getvalue()
+
+
+def test_zip_bomb_artifact_is_refused_before_decompression(tmp_path):
+    import time
+    import zipfile
+
+    bomb = tmp_path / "bomb.npz"
+    bomb.write_bytes(
+        _zip_of_one_deflated_member("alpha_0.npy", _npy_head((2**28,)), 2**31)
+    )
+    assert bomb.stat().st_size < 3 * 2**20
+    with zipfile.ZipFile(bomb) as archive:  # A well-formed 2 GiB member.
+        assert archive.infolist()[0].file_size == 2**31 + len(_npy_head((2**28,)))
+    tic = time.perf_counter()
+    with pytest.raises(ValueError, match="declare 2147483.* bytes once decompressed"):
+        read_solutions(str(bomb))
+    assert time.perf_counter() - tic < 1.0  # Never inflated.
+    # Through the store, with the default bound (512 MiB), as a shared artifact.
+    study = _study_naming([])
+    store = ArtifactWarmStartStore(tmp_path / "artifacts", study)
+    trial = study.ask()
+    artifact_id = upload_artifact(
+        artifact_store=store.artifact_store, file_path=str(bomb), study_or_trial=trial
+    )
+    trial.set_user_attr("warm_start_artifact", artifact_id)
+    study.tell(trial, 0.5)
+    with pytest.warns(UserWarning, match="not decompressed"):
+        assert store.sync() == 0
+    assert store.n_rejected == 1
+
+
+def test_array_header_larger_than_its_member_is_refused(tmp_path):
+    import zipfile
+
+    # An honest 1 kB member whose header asks NumPy to allocate 8 TiB.
+    lying = tmp_path / "lying.npz"
+    with zipfile.ZipFile(lying, "w") as archive:
+        archive.writestr("alpha_0.npy", _npy_head((2**40,)) + bytes(1000))
+    with pytest.raises(ValueError, match="declares an array of 8796093022208 bytes"):
+        read_solutions(str(lying))
+
+
+def test_artifact_over_max_bytes_is_not_copied(data, tmp_path):
+    study, store, _ = _published(data, tmp_path / "artifacts", [1.0])
+    [artifact_id] = [t.user_attrs["warm_start_artifact"] for t in study.trials]
+    size = (tmp_path / "artifacts" / artifact_id).stat().st_size
+    small = ArtifactWarmStartStore(tmp_path / "artifacts", study, max_bytes=size - 1)
+    with pytest.warns(UserWarning, match=f"larger than max_bytes={size - 1} bytes"):
+        assert small.sync() == 0
+    big = ArtifactWarmStartStore(tmp_path / "artifacts", study, max_bytes=size)
+    assert big.sync() == 1
+    # A FileSystemArtifactStore given as an object is read through the same guard.
+    os.symlink("/dev/null", tmp_path / "artifacts" / "link")
+    given = ArtifactWarmStartStore(
+        optuna.artifacts.FileSystemArtifactStore(str(tmp_path / "artifacts")),
+        _study_naming(["link", artifact_id]),
+    )
+    with pytest.warns(UserWarning, match="symbolic link, which is never followed"):
+        assert given.sync() == 1
