@@ -264,3 +264,48 @@ def test_concurrent_processes_agree_on_one_key(tmp_path):
     reader = PrefixCache(directory=folder)
     for i in range(8):
         assert_array_equal(reader.get(bytes([i])), np.full(10, i))
+
+
+# -- creating the folder -------------------------------------------------------------
+def test_missing_parents_are_private_under_umask_000(tmp_path):
+    old = os.umask(0)
+    try:
+        PrefixCache(directory=tmp_path / "a" / "b" / "cache")
+    finally:
+        os.umask(old)
+    for folder in ("a", "a/b", "a/b/cache"):
+        assert stat.S_IMODE((tmp_path / folder).stat().st_mode) == 0o700, folder
+
+
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_link_planted_by_another_user_is_not_followed(tmp_path, monkeypatch, below):
+    # Another user plants a link in a shared folder (as /tmp) where the cache
+    # folder, or one of its parents, is to be: it points into the user's files.
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    planted = tmp_path / "planted"
+    os.symlink(victim, planted)
+    if os.geteuid() == 0:
+        os.lchown(planted, OTHER_UID, -1)
+    else:
+        uid = os.geteuid()
+        monkeypatch.setattr(_prefix_cache, "_current_uid", lambda: uid + 1)
+    with pytest.raises(ValueError, match="is a link owned by uid .* not followed"):
+        PrefixCache(directory=planted / below if below else planted)
+    assert os.listdir(victim) == []
+
+
+def test_own_link_to_a_private_folder_is_followed(tmp_path):
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    os.symlink(target, tmp_path / "link")
+    cache = PrefixCache(directory=tmp_path / "link" / "cache")
+    cache.put(b"k", SGDClassifier())
+    assert (target / "cache" / ".treecv-key").exists()
+    assert stat.S_IMODE((target / "cache").stat().st_mode) == 0o700
+
+
+def test_folder_below_a_file_is_one_clear_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="must be a writable directory"):
+        PrefixCache(directory=tmp_path / "file" / "cache")

@@ -42,6 +42,46 @@ def _current_uid() -> int | None:
     return os.geteuid() if hasattr(os, "geteuid") else None
 
 
+def _make_private_folder(directory: Path) -> None:
+    """Create ``directory`` and its missing parents, each with mode 0o700.
+
+    ``Path.mkdir(parents=True)`` gives the parents the umask's mode (0o777
+    under ``umask 000``) and follows any symbolic link on the way. Here each
+    missing folder is made 0o700 whatever the umask, and a link on the path is
+    followed only if it belongs to the current user or to root: a link planted
+    by another user in a shared folder such as ``/tmp`` raises a ``ValueError``.
+    """
+    uid = _current_uid()
+    path = Path(os.path.abspath(directory))
+    for current in (*reversed(path.parents), path):
+        try:
+            try:
+                info = os.lstat(current)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(current, 0o700)  # The umask can only take bits away.
+                except FileExistsError:  # Made by a concurrent process meanwhile.
+                    pass
+                info = os.lstat(current)
+        except OSError as exc:
+            raise ValueError(
+                "The 'directory' parameter of PrefixCache must be a writable "
+                f"directory. Got {str(directory)!r} instead ({exc.strerror}: "
+                f"{str(current)!r})."
+            ) from None
+        if (
+            stat.S_ISLNK(info.st_mode)
+            and uid is not None
+            and info.st_uid not in (uid, 0)
+        ):
+            raise ValueError(
+                "The 'directory' parameter of PrefixCache must not lead through a "
+                f"symbolic link of another user. Got {str(directory)!r}, where "
+                f"{str(current)!r} is a link owned by uid {info.st_uid} (the "
+                f"current uid is {uid}); it is not followed."
+            )
+
+
 class PrefixCache:
     """Model states after a prefix of training rows, keyed by content.
 
@@ -130,8 +170,8 @@ class PrefixCache:
         self.misses = 0
 
     def _open_directory(self) -> bytes:
+        _make_private_folder(self.directory)
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=self.directory, delete=True)
             probe.close()
         except OSError as exc:
