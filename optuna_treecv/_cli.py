@@ -332,6 +332,10 @@ def _tune(args) -> int:
         message = " ".join(str(exc).split())
         raise CLIError(f"cannot create study {study_name!r}: {message}") from None
     try:
+        directions = [d.name.lower() for d in study.directions]
+        if directions != ["maximize"]:  # Made by other code: a score is maximized.
+            changes = [f"the direction: recorded {', '.join(directions)}, now maximize"]
+            raise StudyIdentityError(study_name, changes)
         objective.check_study(study)
     except StudyIdentityError as exc:
         raise CLIError(

@@ -364,7 +364,10 @@ class TreeCVObjective:
         plan), ``treecv_scoring``, ``treecv_search_space`` and
         ``treecv_report``. A study that already holds them must match:
         resuming it with other data, folds or space would silently mix trials
-        that cannot be compared.
+        that cannot be compared. A study that holds none of them but has
+        finished trials made by other code (trials without the ``cv``
+        attribute) is refused too: they would compete for ``best_trial`` with
+        parameters the learner may not even have.
 
         Called by the objective before the first trial on each study; call it
         yourself to check before ``study.optimize``.
@@ -382,9 +385,10 @@ class TreeCVObjective:
         Raises
         ------
         StudyIdentityError
-            If the study was recorded with other settings; the message names
-            each difference. Start a new study instead (another
-            ``study_name``), or delete this one with ``optuna.delete_study``.
+            If the study was recorded with other settings, or holds trials of
+            other code; the message names each difference. Start a new study
+            instead (another ``study_name``), or delete this one with
+            ``optuna.delete_study``.
 
         Examples
         --------
@@ -407,6 +411,8 @@ class TreeCVObjective:
         """
         identity = self._study_identity()
         recorded = study.user_attrs
+        if not any(key in recorded for key in identity):
+            _refuse_foreign_trials(study)
         changed = [
             key
             for key, value in identity.items()
@@ -600,6 +606,26 @@ class StudyIdentityError(ValueError):
             f"{'; '.join(changes)}. Start a new study instead (another study_name), "
             f"or delete this one with optuna.delete_study(study_name="
             f"{study_name!r}, storage=...)."
+        )
+
+
+def _refuse_foreign_trials(study: optuna.Study) -> None:
+    """Raise if a study without a TreeCV record holds finished trials of other code."""
+    from optuna.trial import TrialState
+
+    finished = study.get_trials(
+        deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)
+    )
+    foreign = [t for t in finished if CV_ATTR not in t.user_attrs]
+    if foreign:
+        names = ", ".join(sorted(foreign[0].params)) or "none"
+        raise StudyIdentityError(
+            study.study_name,
+            [
+                f"the study was made by other code: it has no treecv_* attributes "
+                f"and {len(foreign)} finished trial(s) that no TreeCVObjective "
+                f"scored (trial #{foreign[0].number} searched: {names})"
+            ],
         )
 
 

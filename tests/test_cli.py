@@ -506,6 +506,39 @@ def test_resume_with_other_settings_is_one_clear_error(
     assert len(optuna.load_study(study_name="s", storage=storage).trials) == 2
 
 
+@pytest.mark.parametrize("made_by", ["trials", "direction"])
+def test_tune_refuses_a_study_made_by_other_code(tmp_path, capsys, made_by):
+    storage = f"sqlite:///{tmp_path / 'cli.db'}"
+    if made_by == "trials":
+        study = optuna.create_study(
+            study_name="s", storage=storage, direction="maximize"
+        )
+        study.optimize(lambda t: t.suggest_float("x", 0, 1) + 10.0, n_trials=2)
+        match = "made by other code: it has no treecv_.* 2 finished trial"
+    else:  # `optuna create-study` minimizes unless told.
+        optuna.create_study(study_name="s", storage=storage)
+        match = "the direction: recorded minimize, now maximize"
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "1",
+                "--no-baseline")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 2, out
+    assert err.count("\n") == 1 and err.startswith("optuna-treecv: error: study 's'")
+    assert re.search(match, err), err
+    # Refused up front: no trial added, nothing recorded in the study.
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert len(study.trials) == (2 if made_by == "trials" else 0)
+    assert not study.user_attrs
+
+
+def test_tune_adopts_an_empty_study_made_to_maximize(tmp_path, capsys):
+    storage = f"sqlite:///{tmp_path / 'cli.db'}"
+    optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "1",
+                "--no-baseline")  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+
+
 # -- heartbeats and recovery ---------------------------------------------------------
 def test_heartbeat_defaults_and_errors(tmp_path, capsys):
     from optuna_treecv._cli import CLIError, _open_storage

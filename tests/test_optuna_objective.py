@@ -456,6 +456,29 @@ def test_resuming_with_other_settings_is_refused(data, change, match):
     assert fresh.trials[0].state == TrialState.COMPLETE
 
 
+def test_study_with_trials_of_other_code_is_refused_up_front(data):
+    X, y = data
+    study = optuna.create_study(study_name="other", direction="maximize")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1) + 10.0, n_trials=2)
+    objective = TreeCVObjective(sgd(), SPACE, X, y, cv=3)
+    with pytest.raises(StudyIdentityError, match="made by other code") as info:
+        objective.check_study(study)
+    assert "2 finished trial(s) that no TreeCVObjective scored" in str(info.value)
+    assert "trial #0 searched: x" in str(info.value)
+    with pytest.raises(StudyIdentityError):
+        study.optimize(objective, n_trials=1)
+    # Refused before any CV: nothing recorded, the new trial failed at once.
+    assert not study.user_attrs
+    assert [t.state for t in study.trials][2:] == [TrialState.FAIL]
+    # Queued or failed trials of other code, and empty studies, are adopted.
+    queued = optuna.create_study(direction="maximize")
+    queued.enqueue_trial({"alpha": 1e-3})
+    queued.optimize(lambda t: 1 / 0, n_trials=1, catch=(ZeroDivisionError,))
+    queued.enqueue_trial({"alpha": 1e-3})
+    queued.optimize(objective, n_trials=1)
+    assert queued.trials[-1].state == TrialState.COMPLETE
+
+
 def test_identity_values_are_stable_across_processes(data):
     X, y = data
 
