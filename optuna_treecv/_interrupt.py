@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,15 @@ def optimize_until_interrupted(
     Trials of this call left RUNNING by an abort are marked FAIL, so that a
     resumed study does not count them as in progress. The previous SIGINT
     handler is restored on return. Outside the main thread, where Python
-    delivers no signals, this is ``study.optimize``.
+    delivers no signals, Ctrl-C is left to Python.
+
+    A worker paused longer than the storage's heartbeat grace period (SIGSTOP,
+    a laptop asleep, a paused VM) finds on resume that another worker has
+    failed its trial as stale (and queued its point again). Optuna would then
+    stop the whole study with ``ValueError: Cannot tell a FAIL trial``; here
+    the late result is dropped with a one-line note on stderr and the worker
+    goes on with its remaining trials (``n_trials`` and ``timeout`` count
+    from the start of this call).
 
     Parameters
     ----------
@@ -93,8 +102,33 @@ def optimize_until_interrupted(
 
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
+    n_trials = optimize_kwargs.pop("n_trials", None)
+    timeout = optimize_kwargs.pop("timeout", None)
+    tic = time.monotonic()
     try:
-        study.optimize(tracked, **optimize_kwargs)
+        while True:
+            left = None if n_trials is None else n_trials - len(started)
+            seconds = None if timeout is None else timeout - (time.monotonic() - tic)
+            if (left is not None and left <= 0) or (
+                seconds is not None and seconds <= 0
+            ):
+                break
+            try:
+                study.optimize(
+                    tracked, n_trials=left, timeout=seconds, **optimize_kwargs
+                )
+                break
+            except ValueError:
+                late = None if received else _failed_meanwhile(study, started)
+                if late is None:
+                    raise
+                print(
+                    f"Trial #{late} was failed as stale by another worker while "
+                    "this one was paused past the heartbeat grace period; its late "
+                    "result is dropped and the study goes on.",
+                    file=sys.stderr,
+                    flush=True,
+                )
     except KeyboardInterrupt:
         received.append(signal.SIGINT)
     except Exception:
@@ -110,3 +144,25 @@ def optimize_until_interrupted(
             except (ValueError, RuntimeError):  # Finished, or the storage is gone.
                 pass
     return bool(received)
+
+
+def _failed_meanwhile(study: optuna.Study, started: list[int]) -> int | None:
+    """The number of this call's last trial if the storage already holds it FAIL.
+
+    That is what Optuna's "Cannot tell a FAIL trial" means after a pause: the
+    trial was finished by someone else (``fail_stale_trials``) before its own
+    worker could tell its result.
+    """
+    from optuna.trial import TrialState
+
+    if not started:
+        return None
+    number = started[-1]
+    trials = study.get_trials(deepcopy=False)
+    if number < len(trials) and trials[number].number == number:
+        trial = trials[number]
+    else:
+        trial = next((t for t in trials if t.number == number), None)
+    if trial is None or trial.state != TrialState.FAIL:
+        return None
+    return number

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import optuna
@@ -573,6 +575,91 @@ def test_retry_running_recovers_a_killed_journal_worker(tmp_path, capsys):
     trials = optuna.load_study(study_name="s", storage=open_storage(url)).trials
     assert [t.state.name for t in trials] == ["COMPLETE", "FAIL", "COMPLETE"]
     assert trials[2].params == trials[1].params
+
+
+SLOW_LEARNER = """
+import time
+from sklearn.linear_model import SGDClassifier
+
+
+class SlowSGD(SGDClassifier):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        time.sleep(0.2)
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+"""
+
+
+@pytest.mark.slow
+def test_worker_paused_past_the_grace_period_drops_its_late_result(tmp_path):
+    """SIGSTOP a worker mid-trial until another worker fails its trial as stale,
+    then SIGCONT: it says so in one line and runs its remaining trials."""
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    from optuna_treecv import open_storage
+
+    (tmp_path / "slowlearner.py").write_text(SLOW_LEARNER)
+    db = tmp_path / "paused.db"
+    url = f"sqlite:///{db}"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(tmp_path), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optuna_treecv", "tune", "slowlearner:SlowSGD",
+         "iris", "--cv", "2", "--n-trials", "2", "--space",
+         "alpha=float:1e-4:1e-1:log", "--storage", url, "--study-name", "s",
+         "--heartbeat", "1", "--pruner", "none", "--no-progress-bar",
+         "--no-baseline"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+    def count(query):
+        try:
+            with contextlib.closing(sqlite3.connect(db, timeout=10)) as connection:
+                return connection.execute(query).fetchone()[0]
+        except sqlite3.Error:  # No tables yet.
+            return 0
+
+    stopped = False
+    try:
+        deadline = time.monotonic() + 120
+        # Stop it once its first trial has recorded a heartbeat.
+        while not count("SELECT COUNT(*) FROM trial_heartbeats"):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no heartbeat in 120 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGSTOP)
+        stopped = True
+        # Another worker (this test) fails the stale trial and queues its point.
+        other = optuna.load_study(
+            study_name="s", storage=open_storage(url, heartbeat_interval=1)
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            while other.trials[0].state != optuna.trial.TrialState.FAIL:
+                assert time.monotonic() < deadline, "the trial never went stale"
+                time.sleep(0.25)
+                optuna.storages.fail_stale_trials(other)
+        proc.send_signal(signal.SIGCONT)
+        stopped = False
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            if stopped:
+                proc.send_signal(signal.SIGCONT)
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Cannot tell a FAIL trial" not in err and "Traceback" not in err
+    note = "Trial #0 was failed as stale by another worker while this one was paused"
+    assert err.count(note) == 1
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    # The dropped trial stays FAIL; the worker ran its queued point and went on.
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE"]
+    assert trials[1].params == trials[0].params
+    assert "2 trials in" in out and "1 complete, 0 pruned, 1 failed" in out
 
 
 @pytest.mark.parametrize(
