@@ -17,7 +17,11 @@ import numpy as np
 from optuna_treecv._data import BUNDLED, load_dataset
 from optuna_treecv._interrupt import optimize_until_interrupted
 from optuna_treecv._learners import LEARNERS, make_learner
-from optuna_treecv._storage import open_storage, retry_running_trials
+from optuna_treecv._storage import (
+    describe_storage_error,
+    open_storage,
+    retry_running_trials,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -329,7 +333,7 @@ def _tune(args) -> int:
             load_if_exists=True,
         )
     except Exception as exc:
-        message = " ".join(str(exc).split())
+        message = describe_storage_error(exc)
         raise CLIError(f"cannot create study {study_name!r}: {message}") from None
     try:
         directions = [d.name.lower() for d in study.directions]
@@ -403,6 +407,9 @@ def _tune(args) -> int:
                 catch=(ValueError, TypeError, AttributeError),
                 show_progress_bar=args.progress_bar,
             )
+        except optuna.exceptions.StorageInternalError as exc:
+            where = f"study {study_name!r} in {args.storage}"
+            raise CLIError(f"{where}: {describe_storage_error(exc)}") from None
         finally:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
     elapsed = time.perf_counter() - tic

@@ -131,8 +131,13 @@ def optimize_until_interrupted(
                 )
     except KeyboardInterrupt:
         received.append(signal.SIGINT)
-    except Exception:
+    except Exception as exc:
         if not received:
+            storage_error = _storage_error_behind(exc)
+            if storage_error is not None and storage_error is not exc:
+                # When a storage write fails as Optuna tells a trial, its own
+                # bookkeeping then fails on an assertion; the write is the news.
+                raise storage_error  # noqa: B904 - it is in exc's chain already
             raise
     finally:
         if main_thread:
@@ -166,3 +171,16 @@ def _failed_meanwhile(study: optuna.Study, started: list[int]) -> int | None:
     if trial is None or trial.state != TrialState.FAIL:
         return None
     return number
+
+
+def _storage_error_behind(exc: BaseException) -> BaseException | None:
+    """The first :class:`~optuna.exceptions.StorageInternalError` in ``exc``'s chain."""
+    from optuna.exceptions import StorageInternalError
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, StorageInternalError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -18,6 +18,8 @@ __all__ = ["open_storage", "retry_running_trials"]
 
 #: How often a new database is retried when other processes create it too.
 _FIRST_START_ATTEMPTS = 8
+#: Seconds a SQLite connection waits for another process's write lock.
+SQLITE_BUSY_TIMEOUT = 60.0
 #: Substrings of the errors two processes creating one database may see.
 _RACE_MESSAGES = (
     "unique constraint",
@@ -161,6 +163,7 @@ def _open_rdb(url: str, kwargs: dict[str, Any]) -> optuna.storages.RDBStorage:
     """Open an RDB storage, retrying while other processes create the tables."""
     rng = random.Random()
     for attempt in range(_FIRST_START_ATTEMPTS):
+        tic = time.monotonic()
         try:
             with warnings.catch_warnings():
                 # The heartbeat arguments are experimental in Optuna.
@@ -169,6 +172,11 @@ def _open_rdb(url: str, kwargs: dict[str, Any]) -> optuna.storages.RDBStorage:
         except (
             Exception
         ) as exc:  # SQLAlchemy raises many kinds; all mean "cannot open".
+            if _is_lock(exc) and time.monotonic() - tic >= SQLITE_BUSY_TIMEOUT:
+                # A lock held past the whole busy wait, not a creation race.
+                raise ValueError(
+                    f"cannot open storage {url!r}: {describe_storage_error(exc)}"
+                ) from None
             message = " ".join(str(exc).split()).split(" (Background on this error")[0]
             text = f"{type(exc).__name__} {message}".lower()
             racing = any(part in text for part in _RACE_MESSAGES)
@@ -178,6 +186,81 @@ def _open_rdb(url: str, kwargs: dict[str, Any]) -> optuna.storages.RDBStorage:
                 continue
             raise ValueError(f"cannot open storage {url!r}: {message[:300]}") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def describe_storage_error(exc: BaseException) -> str:
+    """One line saying why a storage call failed, from the error's real cause.
+
+    Optuna turns every database error raised while committing into a
+    :class:`~optuna.exceptions.StorageInternalError` saying "This typically
+    happens due to invalid data in the commit, e.g. exceeding max length",
+    whatever the cause. A database locked by another process for longer than
+    the busy timeout is said as such; any other cause is named after
+    Optuna's message.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error raised by the storage, e.g. from ``create_study``,
+        ``study.optimize`` or ``study.tell``.
+
+    Returns
+    -------
+    message : str
+        One line, without newlines.
+
+    Examples
+    --------
+    >>> import sqlite3
+    >>> from optuna.exceptions import StorageInternalError
+    >>> from optuna_treecv._storage import describe_storage_error
+    >>> try:
+    ...     try:
+    ...         raise sqlite3.OperationalError("database is locked")
+    ...     except sqlite3.OperationalError as cause:
+    ...         raise StorageInternalError("... e.g. exceeding max length.") from cause
+    ... except StorageInternalError as exc:
+    ...     print(describe_storage_error(exc))  # doctest: +ELLIPSIS
+    the database is locked: another process held its write lock for longer than ...
+    """
+    if _is_lock(exc):
+        return (
+            "the database is locked: another process held its write lock for "
+            f"longer than the {SQLITE_BUSY_TIMEOUT:g} s this one waits (a long "
+            "transaction, or a process stopped while writing); try again once it "
+            "has finished"
+        )
+    message = _one_line(exc)
+    causes = list(_causes(exc))[1:]
+    if causes and isinstance(exc, optuna.exceptions.StorageInternalError):
+        cause = causes[-1]
+        # Optuna's guess ("e.g. exceeding max length") gives way to the cause.
+        message = f"the database refused a write: {type(cause).__name__}: "
+        message += _one_line(cause)
+    return message
+
+
+def _causes(exc: BaseException):
+    """``exc`` and the errors it was raised from, outermost first."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _is_lock(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a database locked by another connection."""
+    return any(
+        type(e).__name__ == "OperationalError"
+        and ("database is locked" in str(e) or "database table is locked" in str(e))
+        for e in _causes(exc)
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()).split(" (Background on this error")[0]
+    return text[:300] or type(exc).__name__
 
 
 def _check_heartbeat(heartbeat_interval, grace_period, max_retry) -> None:
@@ -225,7 +308,9 @@ def _sqlite_wal(url: str) -> dict[str, Any] | None:
     def connect():
         import sqlite3
 
-        connection = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
+        connection = sqlite3.connect(
+            path, timeout=SQLITE_BUSY_TIMEOUT, check_same_thread=False
+        )
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection

@@ -662,6 +662,65 @@ def test_worker_paused_past_the_grace_period_drops_its_late_result(tmp_path):
     assert "2 trials in" in out and "1 complete, 0 pruned, 1 failed" in out
 
 
+LOCKING_LEARNER = """
+import os
+import sqlite3
+from sklearn.linear_model import SGDClassifier
+
+HOLDERS = []
+
+
+class LockingSGD(SGDClassifier):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        if not HOLDERS:  # Another connection takes the write lock, and keeps it.
+            holder = sqlite3.connect(os.environ["LOCKED_DB"], isolation_level=None)
+            holder.execute("BEGIN EXCLUSIVE")
+            HOLDERS.append(holder)
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_a_long_database_lock_is_reported_as_a_lock(
+    tmp_path, capsys, monkeypatch, when
+):
+    import sqlite3
+
+    from optuna_treecv import _storage
+
+    # 0.3 s stands for the 60 s a real run waits (a lock held for 150 s).
+    monkeypatch.setattr(_storage, "SQLITE_BUSY_TIMEOUT", 0.3)
+    db = tmp_path / "locked.db"
+    holders = []
+    if when == "before":
+        optuna.create_study(study_name="s", storage=f"sqlite:///{db}")
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        holders.append(holder)
+        learner = "sgd"
+    else:
+        (tmp_path / "locking_learner.py").write_text(LOCKING_LEARNER)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.setenv("LOCKED_DB", str(db))
+        import locking_learner
+
+        holders = locking_learner.HOLDERS
+        learner = "locking_learner:LockingSGD"
+    argv = tune(tmp_path, learner, "iris", "--cv", "3", "--n-trials", "2",
+                "--no-baseline", "--space", "alpha=float:1e-4:1e-1:log",
+                storage=f"sqlite:///{db}")  # fmt: skip
+    try:
+        code, out, err = run(argv, capsys)
+    finally:
+        for holder in holders:
+            holder.close()
+        holders.clear()
+    assert code == 2 and err.count("\n") == 1, err
+    assert "the database is locked: another process held its write lock for " in err
+    assert "longer than the 0.3 s this one waits" in err
+    assert "exceeding max length" not in err
+
+
 @pytest.mark.parametrize(
     "text, match",
     [
