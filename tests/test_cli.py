@@ -581,10 +581,14 @@ SLOW_LEARNER = """
 import time
 from sklearn.linear_model import SGDClassifier
 
+CALLS = []
+
 
 class SlowSGD(SGDClassifier):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        time.sleep(0.2)
+        if not CALLS:  # The first trial's CV lasts a second: time to stop it.
+            time.sleep(1.0)
+        CALLS.append(1)
         return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
 """
 
@@ -626,8 +630,11 @@ def test_worker_paused_past_the_grace_period_drops_its_late_result(tmp_path):
     stopped = False
     try:
         deadline = time.monotonic() + 120
-        # Stop it once its first trial has recorded a heartbeat.
-        while not count("SELECT COUNT(*) FROM trial_heartbeats"):
+        # Stop it inside its first trial's CV: a heartbeat and a point recorded.
+        while not (
+            count("SELECT COUNT(*) FROM trial_heartbeats")
+            and count("SELECT COUNT(*) FROM trial_params")
+        ):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no heartbeat in 120 s"
             time.sleep(0.05)
