@@ -56,15 +56,38 @@ def test_model_selection_imports_no_learner_package():
 
 
 @pytest.mark.parametrize(
-    "module", ["_prefix_cache", "_fitted_state", "_data_scope", "_threads"]
+    "module",
+    [
+        "_prefix_cache",
+        "_fitted_state",
+        "_data_scope",
+        "_threads",
+        "_hashing",
+        "_lru",
+    ],
 )
 def test_the_floor_imports_nothing_above_it(module):
     loaded = _loaded_after(f"import sklearn_ext.utils.{module}")
-    assert loaded <= {
+    assert f"sklearn_ext.utils.{module}" in loaded
+    # Only the floor itself (its modules may use one another).
+    assert {m for m in loaded if not m.startswith("sklearn_ext.utils.")} <= {
         "sklearn_ext",
         "sklearn_ext.utils",
-        f"sklearn_ext.utils.{module}",
     }
+
+
+def test_one_content_hash_and_one_lru_store():
+    # Every cache is the floor's LRU store, keyed by the floor's content hash.
+    from sklearn_ext.anomaly._features import FEATURE_CACHE
+    from sklearn_ext.model_selection import StatisticsCache
+    from sklearn_ext.svm import WarmStartStore
+    from sklearn_ext.utils._lru import LRUStore
+    from sklearn_ext.utils._prefix_cache import PrefixCache
+
+    assert isinstance(FEATURE_CACHE, LRUStore)
+    assert isinstance(StatisticsCache(), LRUStore)
+    assert isinstance(PrefixCache()._memory, LRUStore)
+    assert isinstance(WarmStartStore()._slots, LRUStore)
 
 
 def test_one_snapshot_for_the_native_learners():

@@ -68,7 +68,7 @@ def test_prefix_cache_memory_bound_and_sharing_semantics():
         cache.put(bytes([i]), np.zeros(40))  # ~450 bytes pickled each
     assert bytes([19]) in cache and bytes([0]) not in cache
     assert cache.get(bytes([19])).shape == (40,)
-    assert cache._memory_bytes <= 2000
+    assert 0 < cache._memory.nbytes <= 2000
     import copy
 
     assert copy.deepcopy(cache) is cache  # clone() keeps sharing it

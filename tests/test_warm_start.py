@@ -546,13 +546,28 @@ def test_bounded_store_in_bytes(noisy):
     for gamma in (0.1, 0.2, 0.3):
         AlphaSeededSVC(C=1.0, gamma=gamma, warm_start_store=store).fit(X, y)
     assert len(store) == 2 and store.nbytes == 2 * one
-    # The problem stored last is kept even when it alone exceeds the bound.
+    # The bound is hard: a solution larger than it is not kept at all.
     tiny = WarmStartStore(max_bytes=1)
     AlphaSeededSVC(C=1.0, warm_start_store=tiny).fit(X, y)
     AlphaSeededSVC(C=1.0, gamma=0.3, warm_start_store=tiny).fit(X, y)
-    assert len(tiny) == 1 and tiny.nbytes == one
+    assert len(tiny) == 0 and tiny.nbytes == 0
     with pytest.raises(ValueError, match="'max_bytes' parameter of WarmStartStore"):
         WarmStartStore(max_bytes=0)
+
+
+def test_byte_bound_is_hard_along_a_c_grid(noisy):
+    # Issue 35: max_bytes=20_000 held 364 kB after 40 values of C (one problem
+    # kept every C's solution); now the problem keeps its newest that fit.
+    X, y = noisy
+    one = 2 * 8 * X.shape[0]
+    store = WarmStartStore(max_bytes=max(20_000, 3 * one))
+    for C in np.logspace(-2, 2, 40):
+        AlphaSeededSVC(C=C, gamma=0.1, warm_start_store=store).fit(X, y)
+        assert store.nbytes <= store.max_bytes
+    assert 0 < len(store) <= store.max_bytes // one
+    # The newest solution is kept: the next C starts from it.
+    again = AlphaSeededSVC(C=100.0, gamma=0.1, warm_start_store=store).fit(X, y)
+    assert again.warm_start_C_[0] == 100.0
 
 
 @pytest.mark.parametrize(

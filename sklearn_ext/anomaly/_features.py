@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from numbers import Integral
 
 import numpy as np
 
 from sklearn_ext._fast import _ssad
+from sklearn_ext.utils._hashing import content_digest
+from sklearn_ext.utils._lru import LRUStore
 
 __all__ = [
     "FeatureCache",
@@ -69,60 +68,30 @@ def random_features(X, weights, offset) -> np.ndarray:
     return out
 
 
-class FeatureCache:
+class FeatureCache(LRUStore):
     """Feature matrices keyed by the data's digest and the feature parameters.
 
-    A least-recently-used store bounded by ``max_bytes`` of feature matrices;
-    the matrices are returned read-only and shared (never copied).
+    A least-recently-used :class:`~sklearn_ext.utils._lru.LRUStore` bounded
+    by ``max_bytes`` of feature matrices; the matrices are returned read-only
+    and shared (never copied).
     """
 
     def __init__(self, max_bytes: int = 256 * 2**20) -> None:
-        self.max_bytes = max_bytes
-        self._store: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        super().__init__(max_bytes)
 
     @staticmethod
     def key(X: np.ndarray, gamma: float, n_components: int, seed: int) -> bytes:
         """Digest of ``X`` (values, shape, dtype) and the feature parameters."""
-        X = np.ascontiguousarray(X)
-        digest = hashlib.sha256(str((X.dtype.str, X.shape)).encode())
-        digest.update(X.view(np.uint8))
-        digest.update(repr((float(gamma), int(n_components), int(seed))).encode())
-        return digest.digest()
+        return content_digest(
+            "rff", np.asarray(X), float(gamma), int(n_components), int(seed)
+        )
 
-    def get(self, key: bytes) -> np.ndarray | None:
-        with self._lock:
-            value = self._store.get(key)
-            if value is None:
-                self.misses += 1
-                return None
-            self._store.move_to_end(key)
-            self.hits += 1
-            return value
-
-    def put(self, key: bytes, value: np.ndarray) -> None:
-        if value.nbytes > self.max_bytes:
-            return
+    def put(self, key: bytes, value: np.ndarray, nbytes: int | None = None) -> bool:
         value.setflags(write=False)
-        with self._lock:
-            old = self._store.pop(key, None)
-            self._bytes -= 0 if old is None else old.nbytes
-            self._store[key] = value
-            self._bytes += value.nbytes
-            while self._bytes > self.max_bytes:
-                _, evicted = self._store.popitem(last=False)
-                self._bytes -= evicted.nbytes
+        return super().put(key, value, nbytes)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._store.clear()
-            self._bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._store)
+    def __repr__(self) -> str:
+        return f"FeatureCache(max_bytes={self.max_bytes})"
 
 
 #: The process's feature cache (bounded, least recently used first out).

@@ -12,22 +12,20 @@ they are (no constraint ``alpha_i <= C`` is active), so the solve is skipped.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from sklearn_ext._fast._smo import gradient_from_alpha, split_rows, update_gradient
 from sklearn_ext.svm._seeding import seed_pair
 from sklearn_ext.svm._solver import PairProblem, repair_equality
-from sklearn_ext.utils._data_scope import scoped_memo
+from sklearn_ext.utils._hashing import UnhashableContent, content_digest
+from sklearn_ext.utils._lru import LRUStore
 
 __all__ = [
     "KeyedKernel",
@@ -48,65 +46,24 @@ __all__ = [
 DEFAULT_MAX_BYTES = 512 * 2**20
 
 
-def _update(h, *parts):
-    for part in parts:
-        if isinstance(part, np.ndarray):
-            part = np.ascontiguousarray(part)
-            h.update(f"{part.dtype.str}{part.shape}".encode())
-            h.update(part.view(np.uint8).ravel())
-        else:
-            h.update(repr(part).encode())
-        h.update(b"|")
-    return h
-
-
 def _digest(*parts) -> str:
-    return _update(hashlib.blake2b(digest_size=16), *parts).hexdigest()
-
-
-def _x_hash(X):
-    """The hash state after ``X``'s part of the fingerprint.
-
-    Within a :func:`~sklearn_ext.utils._data_scope.data_scope` (a search's
-    ``fit``: every candidate builds its store keys from the same ``X``), the
-    state is kept and ``X`` read once (about 10 ms per candidate on madelon's
-    2,000 x 500 floats).
-    """
-    memo = scoped_memo()
-    scope = None if memo is None else memo.setdefault("warm_start_x_hash", {})
-    layout = None
-    if scope is not None:
-        if sp.issparse(X):
-            layout = (X.format, X.shape, id(X.data), id(X.indices), id(X.indptr))
-        elif isinstance(X, np.ndarray):
-            layout = (X.ctypes.data, X.shape, X.strides, X.dtype.str)
-        known = scope.get(id(X))
-        if layout is not None and known is not None:
-            if known[0] is X and known[1] == layout:
-                return known[2].copy()
-    if sp.issparse(X):
-        csr = X.tocsr()
-        h = _update(
-            hashlib.blake2b(digest_size=16),
-            "csr",
-            csr.shape,
-            csr.data,
-            csr.indices,
-            csr.indptr,
-        )
-    else:
-        h = _update(hashlib.blake2b(digest_size=16), "dense", np.asarray(X))
-    if layout is not None:
-        scope[id(X)] = (X, layout, h.copy())
-    return h
+    return content_digest(*parts).hex()
 
 
 def data_fingerprint(X, y) -> str:
-    """A hash of the bytes, shape and dtype of ``X`` (dense or CSR) and ``y``."""
+    """A hash of the values, shape and dtype of ``X`` (dense or CSR) and ``y``.
+
+    Within a :func:`~sklearn_ext.utils._data_scope.data_scope` (a search's
+    ``fit``: every candidate builds its store keys from the same ``X``), ``X``
+    is read once (about 10 ms per candidate on madelon's 2,000 x 500 floats).
+    """
     y = np.asarray(y)
-    if y.dtype == object:
-        y = np.asarray([str(v) for v in y])
-    return _update(_x_hash(X), y).hexdigest()
+    try:
+        return _digest("svm-data", X, y)
+    except UnhashableContent:
+        # Labels of arbitrary types: by type and text, one by one.
+        labels = [(type(v).__qualname__, str(v)) for v in y.ravel().tolist()]
+        return _digest("svm-data", X, y.shape, labels)
 
 
 class KeyedKernel:
@@ -203,10 +160,13 @@ def kernel_fingerprint(
     if name is None:
         name = "callable:<no warm_start_key>"
     if isinstance(class_weight, dict):
-        class_weight = sorted((repr(k), float(v)) for k, v in class_weight.items())
-    return _digest(
-        name, float(gamma), int(degree), float(coef0), class_weight, str(dtype)
-    )
+        class_weight = {k: float(v) for k, v in class_weight.items()}
+    parts = (name, float(gamma), int(degree), float(coef0), class_weight, str(dtype))
+    try:
+        return _digest(*parts)
+    except UnhashableContent:  # labels of arbitrary types: by their text
+        weights = sorted((repr(k), v) for k, v in class_weight.items())
+        return _digest(*parts[:4], weights, str(dtype))
 
 
 def rows_fingerprint(rows: np.ndarray) -> str:
@@ -422,9 +382,8 @@ class WarmStartStore:
         self.max_bytes = int(max_bytes)
         self.keep_kernel = keep_kernel
         self._lock = threading.RLock()
-        self._slots: OrderedDict[tuple, _Slot] = OrderedDict()
+        self._slots = self._slot_store()
         self._n_solutions = 0
-        self._n_bytes = 0
         self._kernel: tuple | None = None
         self._warned_mismatch = False
         self.n_hits = 0
@@ -438,19 +397,34 @@ class WarmStartStore:
     def __copy__(self):
         return self
 
+    def _slot_store(self) -> LRUStore:
+        return LRUStore(
+            self.max_bytes, sizeof=_slot_nbytes, on_evict=self._slot_dropped
+        )
+
+    def _slot_dropped(self, slot, entry: _Slot) -> None:
+        self._n_solutions -= len(entry.solutions)
+
     def __getstate__(self):
         with self._lock:
             state = self.__dict__.copy()
+            state["_slots"] = self._slots.items()
         del state["_lock"]
         state["_kernel"] = None
         return state
 
     def __setstate__(self, state):
+        slots = state.pop("_slots")
         self.__dict__.update(state)
         self._lock = threading.RLock()
-        if "_n_bytes" not in state:  # pickled before the byte bound existed
+        if "max_bytes" not in state:  # pickled before the byte bound existed
             self.max_bytes = DEFAULT_MAX_BYTES
-            self._n_bytes = sum(slot.nbytes for slot in self._slots.values())
+        self.__dict__.pop("_n_bytes", None)
+        self._slots = self._slot_store()
+        self._n_solutions = 0
+        for slot, entry in slots.items() if isinstance(slots, dict) else slots:
+            if self._slots.put(slot, entry):
+                self._n_solutions += len(entry.solutions)
 
     def __repr__(self) -> str:
         return (
@@ -471,44 +445,40 @@ class WarmStartStore:
 
     # -- solutions ---------------------------------------------------------------
     def put(self, slot: tuple, data: str, solution: StoredSolution) -> None:
-        """Keep ``solution`` for problem ``slot`` on data with hash ``data``."""
+        """Keep ``solution`` for problem ``slot`` on data with hash ``data``.
+
+        The least recently stored problems are dropped to stay within
+        ``max_solutions`` and ``max_bytes``; a problem whose solutions alone
+        exceed ``max_bytes`` keeps its newest ones that fit (none, if this
+        solution alone does not).
+        """
         _check_C(solution.C)
         with self._lock:
-            entry = self._slots.get(slot)
+            entry = self._slots.pop(slot)
+            if entry is not None:
+                self._n_solutions -= len(entry.solutions)
             if entry is None or entry.data != data:
-                if entry is not None:
-                    self._n_solutions -= len(entry.solutions)
-                    self._n_bytes -= entry.nbytes
-                entry = self._slots[slot] = _Slot(data)
+                entry = _Slot(data)
             if solution.rows is not None:
                 # A fold's rows seed the refit (lookup_folds): kept once per
                 # problem, not with every C; a fit's are all of its data.
                 if entry.rows is None and not _is_fit(slot):
                     entry.rows = solution.rows
-                    self._n_bytes += entry.rows.nbytes
                 solution = replace(solution, rows=None)
             old = entry.solutions.get(solution.C)
-            if old is None:
-                self._n_solutions += 1
+            if old is None or _rank(solution) <= _rank(old):
                 entry.solutions[solution.C] = solution
-                self._n_bytes += solution.nbytes
-            elif _rank(solution) <= _rank(old):
-                entry.solutions[solution.C] = solution
-                self._n_bytes += solution.nbytes - old.nbytes
-            self._slots.move_to_end(slot)
-            # The problem just stored is never dropped: its run needs it next.
-            while len(self._slots) > 1 and (
-                self._n_solutions > self.max_solutions or self._n_bytes > self.max_bytes
-            ):
-                _, dropped = self._slots.popitem(last=False)
-                self._n_solutions -= len(dropped.solutions)
-                self._n_bytes -= dropped.nbytes
+            _trim_slot(entry, solution.C, self.max_bytes)
+            if self._slots.put(slot, entry):
+                self._n_solutions += len(entry.solutions)
+            # The problem just stored is dropped last: its run needs it next.
+            while self._n_solutions > self.max_solutions and len(self._slots) > 1:
+                self._slots.popitem()
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the kept solutions (at most ``max_bytes``, but for the
-        problem stored last)."""
-        return self._n_bytes
+        """Bytes of the kept solutions (at most ``max_bytes``)."""
+        return self._slots.nbytes
 
     def lookup(
         self, slot: tuple, data: str, C: float, *, tol: float = 0.0
@@ -606,6 +576,17 @@ class WarmStartStore:
             with self._lock:
                 self._kernel = (key, store)
         return store
+
+
+def _slot_nbytes(entry: _Slot) -> int:
+    return entry.nbytes
+
+
+def _trim_slot(entry: _Slot, C: float, max_bytes: int) -> None:
+    """Drop ``entry``'s oldest solutions but the one at ``C`` until it fits."""
+    while entry.nbytes > max_bytes and len(entry.solutions) > 1:
+        oldest = next(c for c in entry.solutions if c != C)
+        del entry.solutions[oldest]
 
 
 def _is_fit(slot: tuple) -> bool:

@@ -12,13 +12,14 @@ import tempfile
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import joblib
 import numpy as np
+
+from sklearn_ext.utils._lru import LRUStore
 
 __all__ = [
     "PrefixCache",
@@ -161,8 +162,7 @@ class PrefixCache:
         self._reset_memory()
 
     def _reset_memory(self) -> None:
-        self._memory: OrderedDict[bytes, bytes] = OrderedDict()
-        self._memory_bytes = 0
+        self._memory = LRUStore(self.max_bytes)
         self._lock = threading.Lock()
         # name -> (inode, mtime_ns, size) of files whose signature was checked.
         self._own: dict[str, tuple[int, int, int]] = {}
@@ -264,10 +264,7 @@ class PrefixCache:
     # -- store and fetch ----------------------------------------------------------
     def get(self, key: bytes):
         """The state stored under ``key`` (a fresh copy), or ``None``."""
-        with self._lock:
-            payload = self._memory.get(key)
-            if payload is not None:
-                self._memory.move_to_end(key)
+        payload = self._memory.get(key)
         if payload is None and self.directory is not None:
             payload = self._read(key)
         if payload is None:
@@ -279,22 +276,13 @@ class PrefixCache:
     def put(self, key: bytes, state) -> None:
         """Store a copy of ``state`` under ``key``."""
         payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(payload) <= self.max_bytes:
-            with self._lock:
-                old = self._memory.pop(key, None)
-                self._memory_bytes -= 0 if old is None else len(old)
-                self._memory[key] = payload
-                self._memory_bytes += len(payload)
-                while self._memory_bytes > self.max_bytes:
-                    _, evicted = self._memory.popitem(last=False)
-                    self._memory_bytes -= len(evicted)
+        self._memory.put(key, payload)
         if self.directory is not None:
             self._write(key, payload)
 
     def __contains__(self, key: bytes) -> bool:
-        with self._lock:
-            if key in self._memory:
-                return True
+        if key in self._memory:
+            return True
         return self.directory is not None and self._path(key).is_file()
 
     def clear(self) -> None:
@@ -302,9 +290,7 @@ class PrefixCache:
 
         Files in the folder that this cache did not write are left alone.
         """
-        with self._lock:
-            self._memory.clear()
-            self._memory_bytes = 0
+        self._memory.clear()
         if self.directory is not None:
             for _, _, path in self._own_files():
                 path.unlink(missing_ok=True)
