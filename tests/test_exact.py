@@ -749,7 +749,7 @@ def test_property_batched_log_likelihoods_are_the_fold_models(
     n_samples, n_splits, seed, kind
 ):
     """The stacked joint log-likelihoods equal each fold model's, bit for bit."""
-    from sklearn_ext.model_selection import _exact
+    from sklearn_ext.model_selection._exact import _backend, _layout, _naive_bayes
 
     rng = np.random.default_rng(seed)
     X = rng.poisson(1.5, size=(n_samples, 5)).astype(float)
@@ -759,12 +759,12 @@ def test_property_batched_log_likelihoods_are_the_fold_models(
         "complement": ComplementNB(norm=bool(seed % 2)),
         "bernoulli": BernoulliNB(binarize=1.0),
     }[kind]
-    family = _exact._family(estimator)
+    family = _backend._family(estimator)
     X_seen, y_seen = family.prepare(estimator, X, y)
     plan = FoldPlan.from_cv(
         KFold(min(n_splits, n_samples), shuffle=True, random_state=seed % 89), X
     )
-    stats = family.statistics(estimator, X_seen, y_seen, None, _exact._Chunks(plan))
+    stats = family.statistics(estimator, X_seen, y_seen, None, _layout._Chunks(plan))
     leaves = np.arange(plan.n_splits)
     counts, features, rows = stats.folds(leaves)
     for size in np.unique(np.diff(plan.bounds)):
@@ -774,7 +774,7 @@ def test_property_batched_log_likelihoods_are_the_fold_models(
         index = plan.sample_order[plan.bounds[batch][:, None] + np.arange(size)]
         model = copy.copy(estimator)
         model.n_features_in_ = X.shape[1]
-        jll = _exact._discrete_nb_jll(
+        jll = _naive_bayes._discrete_nb_jll(
             model,
             model._check_alpha(),
             counts[batch],
@@ -813,7 +813,7 @@ def test_leave_one_out_plan_is_the_splitters():
 )
 def test_r2_from_moments_equals_the_scorer(estimator, dense, two_targets, offset):
     """The held-out R^2 from moments is r2_score of the predictions, to 1e-12."""
-    from sklearn_ext.model_selection import _exact
+    from sklearn_ext.model_selection._exact import _backend, _layout
 
     X, Y = make_regression(
         n_samples=80, n_features=6, n_targets=2, noise=4.0, random_state=1
@@ -824,9 +824,9 @@ def test_r2_from_moments_equals_the_scorer(estimator, dense, two_targets, offset
     cv = KFold(4, shuffle=True, random_state=0)
     ref = cross_validate(estimator, X, y, cv=cv, return_estimator=True)
     plan = FoldPlan.from_cv(cv, X)
-    family = _exact._family(estimator)
+    family = _backend._family(estimator)
     X_seen, y_seen = family.prepare(estimator, X, y)
-    stats = family.statistics(estimator, X_seen, y_seen, None, _exact._Chunks(plan))
+    stats = family.statistics(estimator, X_seen, y_seen, None, _layout._Chunks(plan))
     for leaf, model in enumerate(ref["estimator"]):
         r2 = stats.held_out_r2(leaf, model.coef_, model.intercept_)
         assert r2 is not None
@@ -836,7 +836,7 @@ def test_r2_from_moments_equals_the_scorer(estimator, dense, two_targets, offset
 
 def test_r2_from_moments_steps_aside_where_it_cannot_be_trusted():
     """A constant held-out target, or terms far above the total sum of squares."""
-    from sklearn_ext.model_selection import _exact
+    from sklearn_ext.model_selection._exact import _backend, _layout
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(40, 1))
@@ -847,9 +847,9 @@ def test_r2_from_moments_steps_aside_where_it_cannot_be_trusted():
     y[:10] = 2.0  # The first chunk's target is constant.
     cv = KFold(4)
     plan = FoldPlan.from_cv(cv, X)
-    family = _exact._family(LinearRegression())
+    family = _backend._family(LinearRegression())
     stats = family.statistics(
-        LinearRegression(), X, y.astype(float), None, _exact._Chunks(plan)
+        LinearRegression(), X, y.astype(float), None, _layout._Chunks(plan)
     )
     assert stats.held_out_r2(0, np.array([1.0, 0.0]), 0.0) is None
     assert stats.held_out_r2(1, np.array([1e8, -1e8]), 0.0) is None
@@ -862,14 +862,16 @@ def test_r2_from_moments_steps_aside_where_it_cannot_be_trusted():
 
 def test_a_search_reads_the_data_once_for_its_keys(regression, monkeypatch):
     """Every candidate of one fit reuses the digest of X; a new fit takes it again."""
-    from sklearn_ext.model_selection import _exact
+    from sklearn_ext.utils import _hashing
 
     X, Y = regression
-    X = X.copy()  # Writeable: not remembered across calls.
+    X = X.copy()
     digested = []
-    digest = _exact._digest
+    digest = _hashing._array_digest
     monkeypatch.setattr(
-        _exact, "_digest", lambda a: digested.append(a.shape) or digest(a)
+        _hashing,
+        "_array_digest",
+        lambda a, memo: digested.append(a.shape) or digest(a, memo),
     )
     grid = {"alpha": [0.1, 1.0, 10.0, 100.0]}
     backend = ExactStatisticsBackend(cache=StatisticsCache())

@@ -1,0 +1,177 @@
+"""Linear discriminant analysis from per-class counts, sums and scatter matrices."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import linalg
+
+from sklearn_ext.model_selection._exact._base import (
+    _classes_refusal,
+    _classes_target,
+    _Family,
+)
+from sklearn_ext.model_selection._exact._layout import _by_class, _Chunks, _Groups
+
+__all__ = ["_LinearDiscriminant"]
+
+
+class _DiscriminantStats:
+    """Per-(chunk, class) counts, sums and scatter matrices of shifted rows.
+
+    Rows are shifted by their class mean over all rows, so a fold's class
+    covariance (scatter minus the outer product of its mean shift) cancels no
+    leading digits. Group scatter matrices are kept when they fit in
+    ``gram_budget`` bytes; otherwise a fold's are recomputed from its chunk.
+    """
+
+    def __init__(self, X, y, chunks: _Chunks, gram_budget: int) -> None:
+        self.classes, class_index, self.groups = _Groups.by_class(chunks, y)
+        n_classes = self.classes.shape[0]
+        n_features = X.shape[1]
+        sums = np.zeros((n_classes, n_features))
+        np.add.at(sums, class_index, X)
+        self.shift = sums / np.bincount(class_index, minlength=n_classes)[:, None]
+        D = X - self.shift[class_index]
+        self.group_s1 = self.groups.sums(D)
+        self.group_n = self.groups.n_rows.astype(float)
+        self.keep = self.groups.n_groups * n_features * n_features * 8 <= gram_budget
+        order = np.argsort(self.groups.of_row, kind="stable")
+        self._group_bounds = np.searchsorted(
+            self.groups.of_row[order], np.arange(self.groups.n_groups + 1)
+        )
+        self._order = order
+        if self.keep:
+            self.group_s2 = np.stack(
+                [self._group_scatter(D, g) for g in range(self.groups.n_groups)]
+            )
+            self.s2 = _by_class(self.groups, self.group_s2, n_classes)
+            self._D = None
+        else:
+            self.group_s2 = None
+            self.s2 = np.zeros((n_classes, n_features, n_features))
+            for g in range(self.groups.n_groups):
+                self.s2[self.groups.klass[g]] += self._group_scatter(D, g)
+            self._D = D
+        self.s1 = _by_class(self.groups, self.group_s1, n_classes)
+        self.n = np.bincount(
+            self.groups.klass, weights=self.group_n, minlength=n_classes
+        )
+
+    def _group_scatter(self, D, group: int) -> np.ndarray:
+        rows = self._order[self._group_bounds[group] : self._group_bounds[group + 1]]
+        part = D[rows]
+        return part.T @ part
+
+    def fold(self, leaf: int):
+        """Classes present, their counts, means and biased covariances."""
+        part = self.groups.of_chunk(leaf)
+        klass = self.groups.klass[part]
+        n, s1, s2 = self.n.copy(), self.s1.copy(), self.s2.copy()
+        n[klass] -= self.group_n[part]
+        s1[klass] -= self.group_s1[part]
+        if self.keep:
+            s2[klass] -= self.group_s2[part]
+        else:
+            for g in range(part.start, part.stop):
+                s2[self.groups.klass[g]] -= self._group_scatter(self._D, g)
+        present = n > 0
+        n, s1, s2 = n[present], s1[present], s2[present]
+        m1 = s1 / n[:, None]
+        means = self.shift[present] + m1
+        covariances = s2 / n[:, None, None] - m1[:, :, None] * m1[:, None, :]
+        return self.classes[present], n, means, covariances
+
+
+class _LinearDiscriminant(_Family):
+    names = ("sklearn.discriminant_analysis.LinearDiscriminantAnalysis",)
+    accepts_sparse = False
+    takes_weights = False
+
+    def supports(self, estimator) -> bool:
+        return (
+            estimator.solver in ("lsqr", "eigen")
+            and estimator.covariance_estimator is None
+            and not isinstance(estimator.shrinkage, str)
+        )
+
+    def refusal(self, estimator, X, y) -> str | None:
+        return super().refusal(estimator, X, y) or _classes_refusal(estimator, y)
+
+    def prepare(self, estimator, X, y):
+        return np.asarray(X, dtype=float), _classes_target(estimator, y)
+
+    def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
+        return _DiscriminantStats(X, y, chunks, gram_budget)
+
+    def fold_model(self, model, stats, leaf, n_features):
+        from sklearn.covariance import shrunk_covariance
+
+        classes, counts, means, covariances = stats.fold(leaf)
+        n_samples, n_classes = counts.sum(), classes.shape[0]
+        if n_samples == n_classes:
+            raise ValueError(
+                "The number of samples must be more than the number of classes."
+            )
+        model.classes_ = classes
+        model.n_features_in_ = n_features
+        if model.priors is None:
+            priors = counts / float(n_samples)
+        else:
+            priors = np.asarray(model.priors, dtype=float)
+            if np.any(priors < 0):
+                raise ValueError("priors must be non-negative")
+            if np.abs(np.sum(priors) - 1.0) > 1e-5:
+                warnings.warn(
+                    "The priors do not sum to 1. Renormalizing",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                priors = priors / priors.sum()
+        model.priors_ = priors
+        max_components = min(n_classes - 1, n_features)
+        if model.n_components is None:
+            model._max_components = max_components
+        elif model.n_components > max_components:
+            raise ValueError(
+                "n_components cannot be larger than min(n_features, n_classes - 1)."
+            )
+        else:
+            model._max_components = model.n_components
+        shrinkage = model.shrinkage
+
+        def shrunk(cov):
+            return cov if shrinkage is None else shrunk_covariance(cov, shrinkage)
+
+        within = np.zeros((n_features, n_features))
+        for prior, cov in zip(priors, covariances, strict=True):
+            within += prior * np.atleast_2d(shrunk(cov))
+        model.means_ = means
+        model.covariance_ = within
+        if model.solver == "lsqr":
+            model.coef_ = linalg.lstsq(within, means.T)[0].T
+        else:
+            # Total covariance of the fold's rows from its class moments.
+            share = counts / n_samples
+            overall = share @ means
+            spread = means - overall
+            total = (
+                np.einsum("k,kij->ij", share, covariances) + (spread.T * share) @ spread
+            )
+            between = shrunk(total) - within
+            evals, evecs = linalg.eigh(between, within)
+            model.explained_variance_ratio_ = np.sort(evals / np.sum(evals))[::-1][
+                : model._max_components
+            ]
+            evecs = evecs[:, np.argsort(evals)[::-1]]
+            model.scalings_ = evecs
+            model.coef_ = np.dot(means, evecs).dot(evecs.T)
+        model.intercept_ = -0.5 * np.diag(np.dot(means, model.coef_.T)) + np.log(priors)
+        if n_classes == 2:
+            model.coef_ = (model.coef_[1, :] - model.coef_[0, :]).reshape(1, -1)
+            model.intercept_ = np.reshape(
+                np.asarray(model.intercept_[1] - model.intercept_[0]), (1,)
+            )
+        model._n_features_out = model._max_components
+        return model

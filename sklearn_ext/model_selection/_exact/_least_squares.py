@@ -1,0 +1,409 @@
+"""Least squares (``Ridge``, ``RidgeClassifier``, ``LinearRegression``) from Gram sums.
+
+Each fold's centred Gram matrix ``X'WX`` and ``X'WY`` are the totals minus
+those of its held-out chunk; one eigendecomposition per fold then gives the
+coefficients at every ``alpha``. R^2 (the regressors' ``score``) is computed
+from the held-out chunk's moments where its rounding can be bounded.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import linalg
+from sklearn.preprocessing import LabelBinarizer
+
+from sklearn_ext.model_selection._backends import _as_slice
+from sklearn_ext.model_selection._exact._base import (
+    _classes_refusal,
+    _classes_target,
+    _Family,
+    _fit_fold,
+    _Run,
+)
+from sklearn_ext.model_selection._exact._layout import _Chunks, _dense
+from sklearn_ext.utils._lru import LRUStore
+
+__all__ = ["_LeastSquares"]
+
+#: A fold whose regularised Gram matrix is worse conditioned than this is fit
+#: with ``fit``: the eigendecomposition's rounding, about ``cond * 1e-16``
+#: relative, would exceed the 1e-10 the backend promises.
+MAX_CONDITION = 1e6
+
+
+class _GramStats:
+    """Per-chunk weighted sums, Gram matrices ``X'WX`` and ``X'WY`` (X shifted).
+
+    Dense ``X`` is shifted by its weighted mean over all rows before the
+    products, so that centring a fold's Gram matrix cancels no leading digits.
+    Per-chunk Gram matrices are kept when they fit in ``gram_budget`` bytes;
+    otherwise a fold's chunk Gram is recomputed from its rows when needed.
+    The eigendecomposition of each fold's centred Gram matrix is computed on
+    first use and kept, so every further ``alpha`` costs a product.
+    """
+
+    def __init__(
+        self, X, Y, weights, chunks: _Chunks, fit_intercept: bool, gram_budget: int
+    ) -> None:
+        n_samples, n_features = X.shape
+        self.fit_intercept = fit_intercept
+        self.sparse = sp.issparse(X)
+        self.n_targets = Y.shape[1]
+        w = np.ones(n_samples) if weights is None else np.asarray(weights, float)
+        if fit_intercept and not self.sparse:
+            self.shift = (
+                X.mean(axis=0) if weights is None else np.average(X, axis=0, weights=w)
+            )
+        else:
+            self.shift = np.zeros(n_features)
+        self.chunks = chunks
+        k = chunks.n_chunks
+        indicator = sp.csr_matrix(
+            (w, (chunks.of_row, np.arange(n_samples))), shape=(k, n_samples)
+        )
+        self.chunk_w = np.bincount(chunks.of_row, weights=w, minlength=k)
+        Xs = X if self.sparse else X - self.shift
+        self.chunk_x = _dense(indicator @ Xs)
+        self.chunk_y = _dense(indicator @ Y)
+        self.keep_grams = k * n_features * n_features * 8 <= gram_budget
+        if weights is None:
+            Xw, Yw = Xs, Y
+        else:
+            root_w = np.sqrt(w)
+            Xw = sp.diags(root_w) @ Xs if self.sparse else Xs * root_w[:, None]
+            Yw = Y * root_w[:, None]
+        self._Xw, self._Yw = Xw, Yw
+        # With unit weights and the chunk Grams kept, each chunk's residual sum
+        # of squares under any coefficients follows from its moments (see
+        # held_out_r2), so scoring R^2 reads no row.
+        self.moments = weights is None and self.keep_grams
+        if self.keep_grams:
+            self.chunk_gram = np.empty((k, n_features, n_features))
+            self.chunk_xy = np.empty((k, n_features, Y.shape[1]))
+            if self.moments:
+                self.chunk_y_mean = np.empty((k, Y.shape[1]))
+                self.chunk_u_sum = np.empty((k, Y.shape[1]))
+                self.chunk_uu = np.empty((k, Y.shape[1]))
+                self.chunk_xu = np.empty((k, n_features, Y.shape[1]))
+            for chunk in range(k):
+                rows = _as_slice(self.chunks.rows(chunk))  # a view where it can
+                Xc, Yc = Xw[rows], Yw[rows]
+                self.chunk_gram[chunk] = _dense(Xc.T @ Xc)
+                self.chunk_xy[chunk] = _dense(Xc.T @ Yc)
+                if self.moments:
+                    mean = Yc.mean(axis=0)
+                    U = Yc - mean
+                    self.chunk_y_mean[chunk] = mean
+                    self.chunk_u_sum[chunk] = U.sum(axis=0)
+                    self.chunk_uu[chunk] = np.einsum("ij,ij->j", U, U)
+                    self.chunk_xu[chunk] = _dense(Xc.T @ U)
+            self.gram = self.chunk_gram.sum(axis=0)
+            self.xy = self.chunk_xy.sum(axis=0)
+            # The rows are not needed again: the cache holds statistics only.
+            self._Xw = self._Yw = None
+        else:
+            self.gram = _dense(Xw.T @ Xw)
+            self.xy = _dense(Xw.T @ Yw)
+        self.total_w = self.chunk_w.sum()
+        self.total_x = self.chunk_x.sum(axis=0)
+        self.total_y = self.chunk_y.sum(axis=0)
+        self._constant_targets(Y, chunks, w)
+        # Each fold's eigendecomposition is kept for the next alpha, within
+        # the Gram budget (leave-one-out on many rows recomputes them instead
+        # of holding one per fold).
+        per_fold = (n_features + 1) * (n_features + Y.shape[1]) * 8
+        self.reserved_bytes = min(k * per_fold, max(gram_budget, per_fold))
+        self._folds = LRUStore(self.reserved_bytes, sizeof=_solved_nbytes)
+
+    def _constant_targets(self, Y, chunks: _Chunks, w) -> None:
+        """Which targets are constant on each fold's training rows.
+
+        ``fit`` centres such a target to exact zeros, so its coefficients are
+        exactly zero and its predictions the fold's mean: R^2 is then 1 on a
+        held-out chunk of the same constant, as in ``cross_validate``.
+        """
+        k, n_targets = chunks.n_chunks, Y.shape[1]
+        low = np.full((k, n_targets), np.inf)
+        high = np.full((k, n_targets), -np.inf)
+        # Rows of weight zero take no part in the fit.
+        counted = np.flatnonzero(w != 0)
+        np.minimum.at(low, chunks.of_row[counted], Y[counted])
+        np.maximum.at(high, chunks.of_row[counted], Y[counted])
+        edge = np.full((1, n_targets), np.inf)
+        low_before = np.minimum.accumulate(np.vstack([edge, low]), axis=0)[:-1]
+        low_after = np.minimum.accumulate(np.vstack([edge, low[::-1]]), axis=0)
+        high_before = np.maximum.accumulate(np.vstack([-edge, high]), axis=0)[:-1]
+        high_after = np.maximum.accumulate(np.vstack([-edge, high[::-1]]), axis=0)
+        fold_low = np.minimum(low_before, low_after[-2::-1])
+        fold_high = np.maximum(high_before, high_after[-2::-1])
+        self.constant = fold_low == fold_high
+
+    def _chunk_products(self, chunk: int):
+        rows = self.chunks.rows(chunk)
+        Xw, Yw = self._Xw[rows], self._Yw[rows]
+        return _dense(Xw.T @ Xw), _dense(Xw.T @ Yw)
+
+    def fold(self, leaf: int):
+        """Eigenpairs of the fold's centred Gram matrix and what the solve needs."""
+        known = self._folds.get(leaf)
+        if known is not None:
+            return known
+        if self.keep_grams:
+            chunk_gram, chunk_xy = self.chunk_gram[leaf], self.chunk_xy[leaf]
+        else:
+            chunk_gram, chunk_xy = self._chunk_products(leaf)
+        weight = self.total_w - self.chunk_w[leaf]
+        gram = self.gram - chunk_gram
+        xy = self.xy - chunk_xy
+        if self.fit_intercept:
+            x_mean = (self.total_x - self.chunk_x[leaf]) / weight
+            y_mean = (self.total_y - self.chunk_y[leaf]) / weight
+            gram = gram - weight * np.outer(x_mean, x_mean)
+            xy = xy - weight * np.outer(x_mean, y_mean)
+            x_offset = self.shift + x_mean
+        else:
+            x_offset = y_mean = None
+        eigenvalues, eigenvectors = linalg.eigh(gram)
+        solved = (eigenvalues, eigenvectors, eigenvectors.T @ xy, x_offset, y_mean)
+        self._folds.put(leaf, solved)
+        return solved
+
+    def held_out_r2(self, leaf: int, coef, intercept) -> float | None:
+        """R^2 of a linear model on the rows chunk ``leaf`` holds out, or None.
+
+        With ``u = y - mean(y)`` over the chunk and ``e`` the prediction's
+        offset from that mean, the residual sum of squares is
+        ``u'u - 2 b'X'u + b'X'X b + 2 e b'sum(X) - 2 e sum(u) + n e^2`` (``X``
+        shifted), which needs only the chunk's moments. None (score from the
+        rows instead) where ``r2_score`` would not divide (fewer than two rows,
+        a constant target) or where the terms are so much larger than the
+        total and the residual sums of squares that their cancellation could
+        cost more than 1e-11 of the score (relative, for a score below -1).
+        """
+        n = self.chunk_w[leaf]
+        uu = self.chunk_uu[leaf]
+        if n < 2 or not np.all(uu > 0):
+            return None
+        B = np.atleast_2d(coef)
+        gram, xu = self.chunk_gram[leaf], self.chunk_xu[leaf]
+        sx = self.chunk_x[leaf]
+        offset = B @ self.shift + intercept - self.chunk_y_mean[leaf]
+        quad = np.einsum("jd,dj->j", B, gram @ B.T)
+        cross = np.einsum("jd,dj->j", B, xu)
+        along = B @ sx
+        u_sum = self.chunk_u_sum[leaf]
+        sse = uu - 2 * cross + quad + 2 * offset * along - 2 * offset * u_sum
+        sse = sse + n * offset * offset
+        magnitude = (
+            uu
+            + 2 * np.einsum("jd,dj->j", np.abs(B), np.abs(xu))
+            + np.einsum("jd,dj->j", np.abs(B), np.abs(gram) @ np.abs(B).T)
+            + 2 * np.abs(offset * along)
+            + 2 * np.abs(offset * u_sum)
+            + n * offset * offset
+        )
+        rounding = (B.shape[1] + np.sqrt(n)) * np.finfo(float).eps
+        if np.any(rounding * magnitude > 1e-11 * np.maximum(uu, sse)):
+            return None
+        return float(np.mean(1.0 - sse / uu))
+
+
+def _solved_nbytes(solved) -> int:
+    return sum(part.nbytes for part in solved if isinstance(part, np.ndarray))
+
+
+def _ridge_coef(solved, alpha: np.ndarray) -> np.ndarray:
+    """``(n_targets, n_features)`` ridge coefficients for one alpha per target."""
+    eigenvalues, eigenvectors, projected, _, _ = solved
+    return (eigenvectors @ (projected / (eigenvalues[:, None] + alpha[None, :]))).T
+
+
+def _least_squares_coef(solved, tol: float):
+    """Minimum-norm least squares with lstsq's ``cond=tol`` cut-off, and its rank."""
+    eigenvalues, eigenvectors, projected, _, _ = solved
+    singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+    keep = singular > tol * singular.max() if singular.max() > 0 else singular > 0
+    inverse = np.zeros_like(eigenvalues)
+    inverse[keep] = 1.0 / eigenvalues[keep]
+    coef = (eigenvectors @ (projected * inverse[:, None])).T
+    return coef, int(keep.sum()), singular[::-1]
+
+
+class _LeastSquares(_Family):
+    names = (
+        "sklearn.linear_model.Ridge",
+        "sklearn.linear_model.RidgeClassifier",
+        "sklearn.linear_model.LinearRegression",
+    )
+
+    def supports(self, estimator) -> bool:
+        params = estimator.get_params()
+        if params.get("positive", False):
+            return False
+        if "solver" in params and params["solver"] not in ("auto", "cholesky", "svd"):
+            return False
+        class_weight = params.get("class_weight")
+        return class_weight is None or isinstance(class_weight, dict)
+
+    def refusal(self, estimator, X, y) -> str | None:
+        if y is None:
+            return f"{type(estimator).__name__} needs y"
+        if _is_classifier(estimator):
+            return super().refusal(estimator, X, y) or _classes_refusal(estimator, y)
+        if np.ndim(y) not in (1, 2):
+            return f"the exact backend takes a 1-D or 2-D y; got shape {np.shape(y)}"
+        return None
+
+    def native_metrics(self, estimator) -> tuple[str, ...]:
+        return () if _is_classifier(estimator) else ("r2",)
+
+    def prepare(self, estimator, X, y):
+        X = X.astype(float) if X.dtype != np.float64 else X
+        if _is_classifier(estimator):
+            y = _classes_target(estimator, y)
+            self_classes, index = np.unique(y, return_inverse=True)
+            Y = 2.0 * np.eye(self_classes.shape[0])[index] - 1.0
+            return X, (y, self_classes, Y)
+        y = np.asarray(y, dtype=float)
+        return X, y
+
+    def statistics_key(self, estimator) -> tuple:
+        return (estimator.fit_intercept, getattr(estimator, "class_weight", None))
+
+    def weights(self, estimator, y, weights):
+        if weights is not None and np.any(weights < 0):
+            row = int(np.flatnonzero(weights < 0)[0])
+            raise ValueError(
+                f"The 'sample_weight' parameter of {type(estimator).__name__} "
+                "must be non-negative for the exact backend (its fit takes the "
+                f"square root of each weight). Got {weights[row]!r} at row {row}."
+            )
+        class_weight = getattr(estimator, "class_weight", None)
+        if not class_weight:
+            return weights
+        labels, _, _ = y
+        factor = np.array([class_weight.get(label, 1.0) for label in labels.tolist()])
+        return factor if weights is None else weights * factor
+
+    def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
+        Y = y[2] if isinstance(y, tuple) else (y[:, None] if y.ndim == 1 else y)
+        return _GramStats(X, Y, weights, chunks, estimator.fit_intercept, gram_budget)
+
+    def begin(self, run: _Run) -> None:
+        if isinstance(run.y, tuple):  # RidgeClassifier: the classes of each fold
+            labels, classes, _ = run.y
+            chunks = run.chunks
+            n_classes = classes.shape[0]
+            index = np.searchsorted(classes, labels)
+            chunk_rows = np.bincount(
+                chunks.of_row * n_classes + index,
+                minlength=chunks.n_chunks * n_classes,
+            ).reshape(chunks.n_chunks, n_classes)
+            run.state.update(
+                classes=classes, chunk_rows=chunk_rows, class_rows=chunk_rows.sum(0)
+            )
+        else:
+            # R^2 (the regressors' default score) from the held-out moments.
+            run.state["moments_r2"] = run.native and run.stats.moments
+
+    def make_fold(self, run: _Run, leaf: int):
+        state, model = run.state, copy.copy(run.prototype)
+        if not _well_conditioned(run.stats.fold(leaf), model):
+            return _fit_fold(run.task, run.prototype, leaf)
+        if not isinstance(run.y, tuple):
+            y_info = "1d" if np.ndim(run.task.y) == 1 else "2d"
+            return self.fold_model(model, run.stats, leaf, run.n_features, y_info)
+        present = np.flatnonzero(state["class_rows"] - state["chunk_rows"][leaf] > 0)
+        if present.shape[0] < 2:
+            return _fit_fold(run.task, run.prototype, leaf)
+        y_info = (state["classes"], present)
+        return self.fold_model(model, run.stats, leaf, run.n_features, y_info)
+
+    def score_fold(self, run: _Run, leaf: int, model):
+        if run.state.get("moments_r2") and hasattr(model, "coef_"):
+            tic = time.perf_counter()
+            r2 = run.stats.held_out_r2(leaf, model.coef_, model.intercept_)
+            if r2 is not None:
+                return {"score": r2}, time.perf_counter() - tic
+        return run.task.score(model, leaf)
+
+    def fold_model(self, model, stats, leaf, n_features, y_info=None):
+        """The fold model; ``y_info`` is ``"1d"``/``"2d"`` (regression) or the
+        classes and the indices of those present in the fold (RidgeClassifier).
+        """
+        solved = stats.fold(leaf)
+        name = type(model).__name__
+        one_target = y_info == "1d"
+        if name == "RidgeClassifier":
+            classes, present = y_info
+            # LabelBinarizer's columns: one (the greater label) for two classes.
+            columns = present if present.shape[0] > 2 else present[1:]
+            eigenvalues, eigenvectors, projected, x_offset, y_mean = solved
+            solved = (
+                eigenvalues,
+                eigenvectors,
+                projected[:, columns],
+                x_offset,
+                None if y_mean is None else y_mean[columns],
+            )
+            model._label_binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(
+                classes[present]
+            )
+            model.classes_ = model._label_binarizer.classes_
+        n_targets = solved[2].shape[1]
+        constant = stats.constant[leaf] if model.fit_intercept else None
+        if constant is not None and name == "RidgeClassifier":
+            constant = constant[columns]
+        if name == "LinearRegression":
+            coef, rank, singular = _least_squares_coef(solved, model.tol)
+            if not stats.sparse:
+                model.rank_, model.singular_ = rank, singular
+        else:
+            alpha = np.asarray(model.alpha, dtype=float).ravel()
+            if alpha.shape[0] not in (1, n_targets):
+                raise ValueError(
+                    "Number of targets and number of penalties do not "
+                    f"correspond: {alpha.shape[0]} != {n_targets}"
+                )
+            coef = _ridge_coef(solved, np.broadcast_to(alpha, (n_targets,)))
+            model.n_iter_ = None
+            model.solver_ = "svd" if model.solver == "svd" else "cholesky"
+        if constant is not None and constant.any():
+            coef[constant] = 0.0  # fit's centred target is exactly zero
+        # As fit: ridge ravels a single target's coefficients (also for a
+        # two-dimensional y), least squares only those of a one-dimensional y.
+        if one_target or (name != "LinearRegression" and n_targets == 1):
+            coef = coef.ravel()
+        model.coef_ = coef
+        if model.fit_intercept:
+            x_offset, y_mean = solved[3], solved[4]
+            y_offset = y_mean[0] if one_target else y_mean
+            model.intercept_ = y_offset - (
+                x_offset @ coef if coef.ndim == 1 else x_offset @ coef.T
+            )
+        else:
+            model.intercept_ = 0.0
+        model.n_features_in_ = n_features
+        return model
+
+
+def _is_classifier(estimator) -> bool:
+    return type(estimator).__name__ == "RidgeClassifier"
+
+
+def _well_conditioned(solved, model) -> bool:
+    """Whether the fold's solve keeps the backend's 1e-10 (see MAX_CONDITION)."""
+    eigenvalues = solved[0]
+    top = eigenvalues.max(initial=0.0)
+    if type(model).__name__ == "LinearRegression":
+        singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+        kept = eigenvalues[singular > model.tol * singular.max(initial=0.0)]
+        low = kept.min(initial=np.inf)
+    else:
+        alpha = float(np.min(model.alpha))
+        top, low = top + alpha, max(eigenvalues.min(initial=0.0), 0.0) + alpha
+    return bool(low > 0 and top <= MAX_CONDITION * low)
