@@ -280,7 +280,8 @@ class _LeastSquares(_Family):
             raise ValueError(
                 f"The 'sample_weight' parameter of {type(estimator).__name__} "
                 "must be non-negative for the exact backend (its fit takes the "
-                f"square root of each weight). Got {weights[row]!r} at row {row}."
+                f"square root of each weight). Got {float(weights[row])!r} at row "
+                f"{row}."
             )
         class_weight = getattr(estimator, "class_weight", None)
         if not class_weight:

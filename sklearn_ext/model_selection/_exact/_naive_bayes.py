@@ -305,6 +305,15 @@ class _GaussianNB(_NaiveBayes):
     names = ("sklearn.naive_bayes.GaussianNB",)
     accepts_sparse = False
 
+    def refusal(self, estimator, X, y) -> str | None:
+        reason = super().refusal(estimator, X, y)
+        if reason is None and estimator.priors is not None:
+            try:
+                _checked_priors(estimator.priors, np.unique(y).shape[0])
+            except ValueError as exc:
+                return f"GaussianNB's fit refuses priors={estimator.priors!r}: {exc}"
+        return reason
+
     def prepare(self, estimator, X, y):
         return np.asarray(X, dtype=float), _classes_target(estimator, y)
 
@@ -345,7 +354,28 @@ class _CategoricalNB(_NaiveBayes):
     def prepare(self, estimator, X, y):
         X = check_array(X, dtype="int", ensure_all_finite=True)
         check_non_negative(X, "CategoricalNB (input X)")
+        minimum = estimator.min_categories
+        if (
+            minimum is not None
+            and np.ndim(minimum)
+            and (np.shape(minimum) != (X.shape[1],))
+        ):
+            raise ValueError(
+                "The 'min_categories' parameter of CategoricalNB must have shape "
+                f"(n_features,) = ({X.shape[1]},) when an array-like is given. "
+                f"Got shape {np.shape(minimum)} instead."
+            )
         return X, _classes_target(estimator, y)
+
+    def score_fold(self, run: _Run, leaf: int, model):
+        if run.native:
+            _check_seen_categories(run, leaf, model)
+            return _score_native(run.task, model, run.X, leaf)
+        try:
+            return run.task.score(model, leaf)
+        except IndexError:
+            _check_seen_categories(run, leaf, model)
+            raise
 
     def statistics_key(self, estimator) -> tuple:
         return (repr(estimator.min_categories),)
@@ -363,6 +393,26 @@ class _CategoricalNB(_NaiveBayes):
         model._update_feature_log_prob(model._check_alpha())
         model._update_class_log_prior(class_prior=model.class_prior)
         return model
+
+
+def _check_seen_categories(run: _Run, leaf: int, model) -> None:
+    """Refuse clearly a held-out category the fold's training rows never show.
+
+    ``predict`` would fail with an ``IndexError`` on it (in ``cross_validate``
+    too); ``min_categories`` makes room for it.
+    """
+    held_out = run.X[run.task.plan.test_indices(leaf)]
+    unseen = held_out >= model.n_categories_
+    if unseen.any():
+        row, feature = np.argwhere(unseen)[0]
+        split = int(run.task.plan.split_index[leaf])
+        raise ValueError(
+            f"CategoricalNB cannot score split {split}: feature {feature} of its "
+            f"held-out rows has category {held_out[row, feature]}, which its "
+            f"training rows never show (n_categories_[{feature}] = "
+            f"{model.n_categories_[feature]}). Set 'min_categories' to at least "
+            f"{held_out[:, feature].max() + 1} for that feature."
+        )
 
 
 def _run_discrete_nb(run: _Run):

@@ -1,0 +1,325 @@
+"""The exact backend at the edges: it answers as ``fit`` and ``cross_validate`` do,
+refuses what they refuse, and keys its statistics by content (issues 30 and 35)."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import load_digits, make_regression
+from sklearn.linear_model import LinearRegression, Ridge
+from sklearn.model_selection import KFold, LeaveOneOut, cross_validate
+from sklearn.naive_bayes import CategoricalNB, GaussianNB, MultinomialNB
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+from sklearn_ext import tree_cross_validate
+from sklearn_ext.model_selection import ExactStatisticsBackend, StatisticsCache
+
+
+def _exact():
+    return ExactStatisticsBackend(cache=StatisticsCache())
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:400], y[:400]
+
+
+# -- keys by content ------------------------------------------------------------------
+def test_knn_metric_params_arrays_are_keyed_by_all_their_values():
+    # repr() of a weight vector over 1,000 values elides its middle: the second
+    # weights reused the first one's neighbour lists (issue 35).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 1200))
+    y = (X[:, 600] > 0).astype(int)
+    backend = _exact()
+    for middle in (1.0, 1e4):
+        w = np.ones(1200)
+        w[600] = middle
+        est = KNeighborsClassifier(3, metric="minkowski", metric_params={"w": w})
+        ours = tree_cross_validate(est, X, y, cv=KFold(4), method=backend)
+        ref = cross_validate(est, X, y, cv=KFold(4))
+        assert_array_equal(ours["test_score"], ref["test_score"])
+    assert backend.cache.misses == 2
+
+
+def test_a_callable_metric_is_never_keyed():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    backend = _exact()
+    for scale in (1.0, 3.0):
+
+        def metric(a, b, scale=scale):
+            return float(np.abs(a - b)[0] * scale + np.abs(a - b)[1:].sum())
+
+        est = KNeighborsClassifier(3, metric=metric, algorithm="brute")
+        ours = tree_cross_validate(est, X, y, cv=KFold(4), method=backend)
+        ref = cross_validate(est, X, y, cv=KFold(4))
+        assert_array_equal(ours["test_score"], ref["test_score"])
+    assert len(backend.cache) == 0
+
+
+def test_read_only_data_changed_through_an_earlier_view_is_seen():
+    # Issue 35: the digest of a read-only X was remembered by identity, so a
+    # change made through a writable view taken before gave a stale score.
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] > 0).astype(int)
+    view = X[:]
+    X.setflags(write=False)
+    backend = _exact()
+    tree_cross_validate(GaussianNB(), X, y, cv=KFold(4), method=backend)
+    view[:, 0] *= -1.0
+    ours = tree_cross_validate(GaussianNB(), X, y, cv=KFold(4), method=backend)
+    ref = cross_validate(GaussianNB(), X.copy(), y, cv=KFold(4))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    assert backend.cache.misses == 2
+
+
+# -- refuse what fit refuses ----------------------------------------------------------
+@pytest.mark.parametrize("estimator", [MultinomialNB(), GaussianNB(), Ridge()])
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        (np.where(np.arange(400) == 3, np.nan, 1.0), "sample_weight contains NaN"),
+        (np.zeros(400), "at least one non-zero number"),
+        (np.where(np.arange(400) == 5, np.inf, 1.0), "sample_weight contains inf"),
+    ],
+    ids=["nan", "zeros", "inf"],
+)
+def test_weights_fit_refuses_are_refused(digits, estimator, weights, message):
+    # Chance-level scores (0.10 on digits) used to come back (issue 35).
+    X, y = digits
+    with pytest.raises(ValueError, match=message):
+        cross_validate(
+            estimator,
+            X,
+            y,
+            cv=KFold(5),
+            params={"sample_weight": weights},
+            error_score="raise",
+        )
+    with pytest.raises(ValueError, match=message):
+        tree_cross_validate(
+            estimator,
+            X,
+            y,
+            cv=KFold(5),
+            method=_exact(),
+            fit_params={"sample_weight": weights},
+        )
+
+
+def test_a_fold_with_only_zero_weights_is_refused(digits):
+    X, y = digits
+    weights = np.zeros(400)
+    weights[:80] = 1.0  # only the first chunk: the first fold trains on zeros
+    with pytest.raises(ValueError, match="training rows of split 0 have only zero"):
+        tree_cross_validate(
+            MultinomialNB(),
+            X,
+            y,
+            cv=KFold(5),
+            method=_exact(),
+            fit_params={"sample_weight": weights},
+        )
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        (np.ones(401), r"'sample_weight' parameter of \w+ must have shape \(400,\)"),
+        (np.ones((400, 2)), r"must have shape \(400,\). Got shape \(400, 2\)"),
+        (np.array(["a"] * 400), "'sample_weight' parameter of .* must hold numbers"),
+    ],
+    ids=["long", "2d", "text"],
+)
+@pytest.mark.parametrize("estimator", [MultinomialNB(), Ridge()])
+def test_bad_weights_get_a_clear_error(digits, estimator, weights, message):
+    X, y = digits
+    with pytest.raises(ValueError, match=message):
+        tree_cross_validate(
+            estimator,
+            X,
+            y,
+            cv=KFold(5),
+            method=_exact(),
+            fit_params={"sample_weight": weights},
+        )
+
+
+def test_negative_ridge_weights_get_a_clear_error(digits):
+    X, y = digits
+    weights = np.ones(400)
+    weights[7] = -2.0
+    with pytest.raises(ValueError, match=r"non-negative .* Got -2.0 at row 7"):
+        tree_cross_validate(
+            Ridge(),
+            X,
+            y,
+            cv=KFold(5),
+            method=_exact(),
+            fit_params={"sample_weight": weights},
+        )
+
+
+def test_gaussian_priors_fit_refuses_are_refused(digits):
+    X, y = digits
+    binary = y < 2
+    est = GaussianNB(priors=[0.3, 0.3])
+    backend = ExactStatisticsBackend()
+    assert "sum of the priors should be 1" in backend.refusal(est, X, y[binary])
+    assert backend.refusal(GaussianNB(priors=[0.5, 0.5]), X, y[binary]) is None
+    with pytest.raises(ValueError, match="The sum of the priors should be 1"):
+        tree_cross_validate(est, X[binary], y[binary], cv=KFold(5), method=_exact())
+
+
+def test_unseen_category_gets_a_clear_error():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(60, 3))
+    y = rng.integers(0, 2, size=60)
+    X[-5:, 1] = 7  # only in the last chunk
+    with pytest.raises(ValueError, match=r"feature 1 .* category 7.*min_categories"):
+        tree_cross_validate(CategoricalNB(), X, y, cv=KFold(5), method=_exact())
+    # With room for it, the scores are cross_validate's.
+    est = CategoricalNB(min_categories=[3, 8, 3])
+    ours = tree_cross_validate(est, X, y, cv=KFold(5), method=_exact())
+    assert_array_equal(
+        ours["test_score"], cross_validate(est, X, y, cv=KFold(5))["test_score"]
+    )
+    with pytest.raises(ValueError, match=r"'min_categories' .* shape \(n_features,\)"):
+        tree_cross_validate(
+            CategoricalNB(min_categories=[3, 8]), X, y, cv=KFold(5), method=_exact()
+        )
+
+
+# -- ridge: constant targets, conditioning, leave-one-out memory ----------------------
+@pytest.mark.parametrize("estimator", [Ridge(), LinearRegression()])
+def test_constant_target_scores_as_cross_validate(estimator):
+    # R^2 0 used to come back on 4 of 5 folds where fit gives 1 (issue 35).
+    X = np.random.default_rng(4).normal(size=(50, 3))
+    y = np.full(50, 3.0)
+    ours = tree_cross_validate(estimator, X, y, cv=KFold(5), method=_exact())
+    ref = cross_validate(estimator, X, y, cv=KFold(5))
+    assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+def test_ill_conditioned_folds_are_fit():
+    # Condition number about 1e12 at alpha 1e-12: the eigendecomposition
+    # differed from fit by 8e-6; such folds are now fit as the docs promise.
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(60, 1))
+    X = np.hstack(
+        [base, base + 1e-6 * rng.normal(size=(60, 1)), rng.normal(size=(60, 2))]
+    )
+    y = X @ np.array([1.0, -1.0, 0.5, 2.0]) + 0.01 * rng.normal(size=60)
+    est = Ridge(alpha=1e-12)
+    ours = tree_cross_validate(est, X, y, cv=KFold(5), method=_exact())
+    ref = cross_validate(est, X, y, cv=KFold(5))
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
+
+
+def test_leave_one_out_keeps_a_bounded_number_of_factorisations():
+    from sklearn_ext.model_selection._exact import _cache
+
+    X, y = make_regression(n_samples=300, n_features=8, noise=1.0, random_state=0)
+    cache = StatisticsCache()
+    backend = ExactStatisticsBackend(cache=cache, gram_budget=2**14)
+    ours = tree_cross_validate(Ridge(alpha=0.5), X, y, cv=LeaveOneOut(), method=backend)
+    ref = cross_validate(
+        Ridge(alpha=0.5), X, y, cv=LeaveOneOut(), scoring="neg_mean_squared_error"
+    )
+    assert ours["backend"] == "exact"
+    ((_, stats),) = cache.items()
+    per_fold = 9 * 9 * 8
+    assert len(stats._folds) <= max(1, 2**14 // per_fold) < 300
+    assert stats._folds.nbytes <= stats.reserved_bytes <= 2**14
+    assert _cache._statistics_nbytes(stats) < 300 * per_fold
+    scored = tree_cross_validate(
+        Ridge(alpha=0.5),
+        X,
+        y,
+        cv=LeaveOneOut(),
+        method=backend,
+        scoring="neg_mean_squared_error",
+    )
+    assert_allclose(scored["test_score"], ref["test_score"], rtol=1e-9, atol=1e-9)
+
+
+# -- nearest neighbours: ties and threads ---------------------------------------------
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+@pytest.mark.parametrize("n_neighbors", [1, 4, 9])
+def test_knn_ties_are_resolved_as_scikit_learn_does(weights, n_neighbors):
+    # Small integer features: many rows at exactly equal distances (issue 35:
+    # fold accuracies differed from cross_validate by up to 5 points on a9a).
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 3, size=(300, 4)).astype(float)
+    y = rng.integers(0, 3, size=300)
+    est = KNeighborsClassifier(n_neighbors, weights=weights)
+    cv = KFold(5, shuffle=True, random_state=0)
+    ours = tree_cross_validate(est, X, y, cv=cv, method=_exact())
+    ref = cross_validate(est, X, y, cv=cv)
+    assert_array_equal(ours["test_score"], ref["test_score"])
+    reg = KNeighborsRegressor(n_neighbors, weights=weights)
+    ours = tree_cross_validate(reg, X, y.astype(float), cv=cv, method=_exact())
+    ref = cross_validate(reg, X, y.astype(float), cv=cv)
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-12)
+
+
+def test_knn_n_jobs_does_not_change_a_score():
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 2, size=(200, 6)).astype(float)
+    y = rng.integers(0, 2, size=200)
+    backend = _exact()
+    scores = [
+        tree_cross_validate(
+            KNeighborsClassifier(5, n_jobs=n_jobs), X, y, cv=KFold(4), method=backend
+        )["test_score"]
+        for n_jobs in (1, 2, 1)
+    ]
+    ref = cross_validate(KNeighborsClassifier(5), X, y, cv=KFold(4))["test_score"]
+    for score in scores:
+        assert_array_equal(score, ref)
+
+
+# -- refusal: data the exact path cannot take falls back ------------------------------
+def test_refusal_names_what_the_exact_backend_cannot_take():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(30, 3))
+    labels = rng.integers(0, 2, size=(30, 2))  # multilabel
+    backend = ExactStatisticsBackend()
+    reason = backend.refusal(KNeighborsClassifier(), X, labels)
+    assert "one-dimensional y" in reason and "(30, 2)" in reason
+    assert "one-dimensional y" in backend.refusal(KNeighborsRegressor(), X, X[:, :2])
+    assert "one-dimensional y" in backend.refusal(MultinomialNB(), X, labels)
+    assert "'continuous'" in backend.refusal(GaussianNB(), X, X[:, 0])
+    assert "does not run" in backend.refusal(
+        KNeighborsClassifier(weights=len), X, labels[:, 0]
+    )
+    for estimator, target in [
+        (KNeighborsClassifier(), labels[:, 0]),
+        (Ridge(), X[:, :2]),  # ridge takes several targets
+        (LinearRegression(), X[:, 0]),
+        (GaussianNB(), labels[:, 0]),
+    ]:
+        assert backend.refusal(estimator, X, target) is None
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_native_accuracy_is_decided_by_the_task_metric(digits, native, monkeypatch):
+    from sklearn_ext.model_selection._exact import _base
+
+    X, y = digits
+    called = []
+    score_native = _base._score_native
+    monkeypatch.setattr(
+        "sklearn_ext.model_selection._exact._naive_bayes._score_native",
+        lambda *a: called.append(1) or score_native(*a),
+    )
+    scoring = "accuracy" if native else "balanced_accuracy"
+    result = tree_cross_validate(
+        GaussianNB(), X, y, cv=KFold(5), method=_exact(), scoring=scoring
+    )
+    assert bool(called) == native
+    ref = cross_validate(GaussianNB(), X, y, cv=KFold(5), scoring=scoring)
+    assert_allclose(result["test_score"], ref["test_score"], rtol=0, atol=1e-12)
