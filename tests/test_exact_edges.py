@@ -225,25 +225,21 @@ def test_leave_one_out_keeps_a_bounded_number_of_factorisations():
     X, y = make_regression(n_samples=300, n_features=8, noise=1.0, random_state=0)
     cache = StatisticsCache()
     backend = ExactStatisticsBackend(cache=cache, gram_budget=2**14)
-    ours = tree_cross_validate(Ridge(alpha=0.5), X, y, cv=LeaveOneOut(), method=backend)
-    ref = cross_validate(
-        Ridge(alpha=0.5), X, y, cv=LeaveOneOut(), scoring="neg_mean_squared_error"
-    )
-    assert ours["backend"] == "exact"
+    scoring = "neg_mean_squared_error"
+    for alpha in (0.5, 2.0):  # the second alpha recomputes what was dropped
+        ours = tree_cross_validate(
+            Ridge(alpha=alpha), X, y, cv=LeaveOneOut(), method=backend, scoring=scoring
+        )
+        ref = cross_validate(
+            Ridge(alpha=alpha), X, y, cv=LeaveOneOut(), scoring=scoring
+        )
+        assert ours["backend"] == "exact"
+        assert_allclose(ours["test_score"], ref["test_score"], rtol=1e-9, atol=1e-9)
     ((_, stats),) = cache.items()
     per_fold = 9 * 9 * 8
     assert len(stats._folds) <= max(1, 2**14 // per_fold) < 300
     assert stats._folds.nbytes <= stats.reserved_bytes <= 2**14
     assert _cache._statistics_nbytes(stats) < 300 * per_fold
-    scored = tree_cross_validate(
-        Ridge(alpha=0.5),
-        X,
-        y,
-        cv=LeaveOneOut(),
-        method=backend,
-        scoring="neg_mean_squared_error",
-    )
-    assert_allclose(scored["test_score"], ref["test_score"], rtol=1e-9, atol=1e-9)
 
 
 # -- nearest neighbours: ties and threads ---------------------------------------------

@@ -310,9 +310,11 @@ class WarmStartStore:
     max_solutions : int, default=100_000
         Bound on the solutions kept; the oldest problems are dropped first.
     max_bytes : int, default=536_870_912
-        Bound on the bytes of the kept solutions (each holds two float64
+        Hard bound on the bytes of the kept solutions (each holds two float64
         arrays over its problem's rows, and a CV fold's problem its rows
-        once); the oldest problems are dropped first. The default, 512 MiB,
+        once); the problems used least recently are dropped first, and a
+        problem whose own solutions exceed it keeps its newest ones that fit
+        (none, if one alone does not). The default, 512 MiB,
         keeps about 4,400 fold solutions of 8,000 rows (10 folds at ten values
         of ``C`` each).
     keep_kernel : bool, default=True

@@ -154,11 +154,10 @@ def _classes_refusal(estimator, y) -> str | None:
 def _fit_fold(task: CVTask, prototype, leaf: int):
     """A fold the statistics cannot make: ``fit`` it on its training rows.
 
-    In increasing order, as the splitters of complementary folds (``KFold``,
-    ``StratifiedKFold``, ``LeaveOneOut``...) give them to ``cross_validate``:
-    ``fit``'s rounding then is the same as there.
+    In the splitter's own order (:meth:`FoldPlan.fit_indices`), as
+    ``cross_validate`` fits them: ``fit``'s rounding then is the same as there.
     """
-    X, y, params = task.rows(np.sort(task.plan.train_indices(leaf)))
+    X, y, params = task.rows(task.plan.fit_indices(leaf))
     return clone(prototype).fit(X, y, **params)
 
 

@@ -142,8 +142,12 @@ class _Neighbors(_Family):
         return self.fold_model(run.prototype, run.task, leaf)
 
     def fold_model(self, model, task, leaf: int):
-        """A real fold model: ``fit`` on the fold's training rows (an index)."""
-        X, y, _ = task.rows(np.sort(task.plan.train_indices(leaf)))
+        """A real fold model: ``fit`` on the fold's training rows (an index).
+
+        In the splitter's own order, as ``cross_validate`` fits it: the order
+        in which its search breaks ties between equally distant rows.
+        """
+        X, y, _ = task.rows(task.plan.fit_indices(leaf))
         return clone(model).fit(X, y)
 
     def score_fold(self, run: _Run, leaf: int, model):
@@ -187,7 +191,7 @@ class _Neighbors(_Family):
             return distances, indices
         if model is None:
             model = self.fold_model(run.prototype, run.task, leaf)
-        train = np.sort(run.task.plan.train_indices(leaf))
+        train = run.task.plan.fit_indices(leaf)
         X_tied, _, _ = run.task.rows(rows[tied])
         found_distances, found = model.kneighbors(X_tied)
         distances, indices = distances.copy(), indices.copy()
