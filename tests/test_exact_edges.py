@@ -319,3 +319,50 @@ def test_native_accuracy_is_decided_by_the_task_metric(digits, native, monkeypat
     assert bool(called) == native
     ref = cross_validate(GaussianNB(), X, y, cv=KFold(5), scoring=scoring)
     assert_allclose(result["test_score"], ref["test_score"], rtol=0, atol=1e-12)
+
+
+# -- memory: checked before it is taken -----------------------------------------------
+def test_statistics_beyond_the_memory_left_raise_a_clear_error(monkeypatch):
+    from sklearn_ext.utils import _memory
+
+    monkeypatch.setattr(
+        _memory, "available_bytes", lambda: (2.0**20, "the test's limit")
+    )
+    X, y = make_regression(n_samples=400, n_features=60, random_state=0)
+    with pytest.raises(
+        MemoryError,
+        match=r"statistics of Ridge \(400 folds, 400 x 60 X\) needs about .* "
+        r"GiB, but this process may allocate only 0.00 GiB more \(the test's "
+        r"limit\)\. Use fewer folds",
+    ):
+        tree_cross_validate(Ridge(), X, y, cv=LeaveOneOut(), method=_exact())
+
+
+def test_leave_one_out_under_an_address_space_limit_fails_cleanly():
+    # Issue 35: exact ridge leave-one-out died with SIGSEGV under a memory cap;
+    # now its statistics are bounded or refused before they are allocated.
+    import subprocess
+    import sys
+
+    code = """
+import resource, numpy as np
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import LeaveOneOut
+from sklearn_ext import tree_cross_validate
+from sklearn_ext.model_selection import ExactStatisticsBackend, StatisticsCache
+from sklearn_ext.utils._memory import _status_kib
+X = np.random.default_rng(0).normal(size=(3000, 1500)); y = X[:, 0]
+mapped = 1024 * _status_kib("VmSize")
+resource.setrlimit(resource.RLIMIT_AS, (int(mapped + 2**28), resource.RLIM_INFINITY))
+try:
+    tree_cross_validate(Ridge(), X, y, cv=LeaveOneOut(),
+                        method=ExactStatisticsBackend(cache=StatisticsCache()))
+except MemoryError as exc:
+    print("MemoryError:", exc)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "statistics of Ridge (3000 folds" in out.stdout
+    assert "address-space limit" in out.stdout

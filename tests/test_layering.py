@@ -64,6 +64,7 @@ def test_model_selection_imports_no_learner_package():
         "_threads",
         "_hashing",
         "_lru",
+        "_memory",
     ],
 )
 def test_the_floor_imports_nothing_above_it(module):

@@ -29,6 +29,7 @@ from sklearn_ext.model_selection._exact._naive_bayes import (
 )
 from sklearn_ext.model_selection._exact._neighbors import _Neighbors
 from sklearn_ext.utils._hashing import UnhashableContent, content_digest
+from sklearn_ext.utils._memory import check_allocation
 
 __all__ = ["ExactStatisticsBackend", "exact_learners"]
 
@@ -205,15 +206,7 @@ class ExactStatisticsBackend(Backend):
 
     def _statistics(self, run: _Run):
         """The run's statistics, from the cache or computed now (and kept)."""
-        compute = functools.partial(
-            run.family.statistics,
-            run.prototype,
-            run.X,
-            run.y,
-            run.weights,
-            run.chunks,
-            self.gram_budget,
-        )
+        compute = functools.partial(_compute_statistics, run, self.gram_budget)
         try:
             key = self._key(run)
         except UnhashableContent:
@@ -235,6 +228,22 @@ class ExactStatisticsBackend(Backend):
             weights,
             plan_digest(task.plan),
         )
+
+
+def _compute_statistics(run: _Run, gram_budget: int):
+    """The statistics of ``run``, after checking that they fit in memory."""
+    name = type(run.prototype).__name__
+    check_allocation(
+        run.family.statistics_nbytes(
+            run.prototype, run.X, run.y, run.chunks, gram_budget
+        ),
+        f"The exact backend's statistics of {name} ({run.task.plan.n_splits} "
+        f"folds, {run.X.shape[0]} x {run.X.shape[1]} X)",
+        "Use fewer folds, a smaller gram_budget, or method='standard'.",
+    )
+    return run.family.statistics(
+        run.prototype, run.X, run.y, run.weights, run.chunks, gram_budget
+    )
 
 
 def _checked_weights(task: CVTask, family: _Family, prototype) -> np.ndarray | None:

@@ -105,6 +105,16 @@ class _Family:
     ):
         raise NotImplementedError
 
+    def statistics_nbytes(self, estimator, X, y, chunks: _Chunks, gram_budget) -> float:
+        """About the peak memory :meth:`statistics` takes, to check it first.
+
+        By default a few copies of ``X`` and per-(chunk, class) sums of its
+        columns.
+        """
+        n_samples, n_features = X.shape
+        n_groups = min(n_samples, chunks.n_chunks * max(1, len(np.unique(y))))
+        return 8.0 * n_features * (3 * n_samples + 3 * n_groups)
+
     def fold_model(self, model, stats, leaf: int, n_features: int):
         """Set on ``model`` the attributes ``fit`` on the fold's rows sets."""
         raise NotImplementedError

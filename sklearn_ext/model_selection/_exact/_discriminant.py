@@ -102,6 +102,14 @@ class _LinearDiscriminant(_Family):
     def prepare(self, estimator, X, y):
         return np.asarray(X, dtype=float), _classes_target(estimator, y)
 
+    def statistics_nbytes(self, estimator, X, y, chunks, gram_budget) -> float:
+        n_samples, d = X.shape
+        n_classes = len(np.unique(y))
+        n_groups = min(n_samples, chunks.n_chunks * n_classes)
+        kept = n_groups * d * d * 8
+        scatter = kept if kept <= gram_budget else 0
+        return 8.0 * (2 * n_samples * d + 2 * n_classes * d * d) + scatter
+
     def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
         return _DiscriminantStats(X, y, chunks, gram_budget)
 

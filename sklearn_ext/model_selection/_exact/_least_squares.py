@@ -290,6 +290,20 @@ class _LeastSquares(_Family):
         factor = np.array([class_weight.get(label, 1.0) for label in labels.tolist()])
         return factor if weights is None else weights * factor
 
+    def statistics_nbytes(self, estimator, X, y, chunks, gram_budget) -> float:
+        n_samples, d = X.shape
+        k = chunks.n_chunks
+        Y = y[2] if isinstance(y, tuple) else np.reshape(y, (n_samples, -1))
+        t = Y.shape[1]
+        per_fold = (d + 1) * (d + t) * 8
+        total = 8.0 * (k * (d + 7 * t + 1) + 4 * d * d)  # sums, Gram, eigh
+        total += min(k * per_fold, max(gram_budget, per_fold))  # kept folds
+        if not sp.issparse(X):
+            total += 16.0 * n_samples * d  # shifted (and weighted) rows
+        if k * d * d * 8 <= gram_budget:
+            total += 8.0 * k * (d * d + 2 * d * t + 3 * t)
+        return total
+
     def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
         Y = y[2] if isinstance(y, tuple) else (y[:, None] if y.ndim == 1 else y)
         return _GramStats(X, Y, weights, chunks, estimator.fit_intercept, gram_budget)

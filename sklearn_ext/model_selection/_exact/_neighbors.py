@@ -133,6 +133,12 @@ class _Neighbors(_Family):
         # Content-hashed: a metric_params array is keyed by all its values.
         return (estimator.metric, estimator.p, estimator.metric_params)
 
+    def statistics_nbytes(self, estimator, X, y, chunks, gram_budget) -> float:
+        n_samples, n_features = X.shape
+        depth = min(n_samples, max(estimator.n_neighbors + 1, 32))
+        # The lists, one search's answers (twice as deep) and the search's index.
+        return 16.0 * n_samples * 3 * depth + 16.0 * n_samples * n_features
+
     def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
         return _NeighborStats(estimator, X, chunks, max(estimator.n_neighbors + 1, 32))
 
