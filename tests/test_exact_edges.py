@@ -11,7 +11,11 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB, MultinomialNB
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from sklearn_ext import tree_cross_validate
-from sklearn_ext.model_selection import ExactStatisticsBackend, StatisticsCache
+from sklearn_ext.model_selection import (
+    ExactStatisticsBackend,
+    StatisticsCache,
+    TreeCVFallbackWarning,
+)
 
 
 def _exact():
@@ -357,7 +361,11 @@ import resource, numpy as np
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import LeaveOneOut
 from sklearn_ext import tree_cross_validate
-from sklearn_ext.model_selection import ExactStatisticsBackend, StatisticsCache
+from sklearn_ext.model_selection import (
+    ExactStatisticsBackend,
+    StatisticsCache,
+    TreeCVFallbackWarning,
+)
 from sklearn_ext.utils._memory import _fields, _read
 X = np.random.default_rng(0).normal(size=(3000, 1500)); y = X[:, 0]
 mapped = 1024 * float(_fields(_read("/proc/self/status"), ":")["VmSize"].split()[0])
@@ -374,3 +382,31 @@ except (MemoryError, ValueError) as exc:
     assert out.returncode == 0, out.stderr[-2000:]
     assert "statistics of Ridge (3000 folds" in out.stdout
     assert "RLIMIT_AS=" in out.stdout
+
+
+def test_min_categories_arrays_are_keyed_by_all_their_values():
+    rng = np.random.default_rng(9)
+    X = rng.integers(0, 2, size=(40, 1200))
+    y = rng.integers(0, 2, size=40)
+    backend = _exact()
+    for middle in (2, 5):
+        minimum = np.full(1200, 2)
+        minimum[600] = middle
+        est = CategoricalNB(min_categories=minimum)
+        ours = tree_cross_validate(
+            est, X, y, cv=KFold(4), method=backend, return_estimator=True
+        )
+        assert ours["estimator"][0].n_categories_[600] == middle
+    assert backend.cache.misses == 2
+
+
+def test_multilabel_knn_falls_back_under_auto():
+    # Issue 30: a multilabel y was sent to the exact backend, which raised.
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(60, 3))
+    Y = (X[:, :2] > 0).astype(int)
+    with pytest.warns(TreeCVFallbackWarning, match=r"one-dimensional y; got y of"):
+        ours = tree_cross_validate(KNeighborsClassifier(3), X, Y, cv=KFold(4))
+    ref = cross_validate(KNeighborsClassifier(3), X, Y, cv=KFold(4))
+    assert ours["backend"] != "exact"
+    assert_array_equal(ours["test_score"], ref["test_score"])

@@ -378,7 +378,7 @@ class _CategoricalNB(_NaiveBayes):
             raise
 
     def statistics_key(self, estimator) -> tuple:
-        return (repr(estimator.min_categories),)
+        return (estimator.min_categories,)  # content-hashed, never by repr
 
     def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
         return _CategoricalNBStats(X, y, weights, chunks, estimator.min_categories)
