@@ -86,8 +86,18 @@ class ExactStatisticsBackend(Backend):
     by the process), keyed by the data, the fold plan and the parameters that
     change them, so further candidates of a grid over ``alpha`` or
     ``var_smoothing`` cost only their solves and scoring. Each fold's
-    eigendecomposition (least squares) is kept with them, so a further
-    ``alpha`` costs a matrix product per fold.
+    eigendecomposition (least squares) is kept with them, within
+    ``gram_budget``, so a further ``alpha`` costs a matrix product per fold.
+    Keys hash the content of every array (never its ``repr``); a parameter
+    whose content cannot be hashed (a callable ``metric``) is not cached.
+
+    What the learner's ``fit`` refuses is refused (``sample_weight`` with NaN,
+    infinity or only zeros, ``GaussianNB`` priors that do not sum to 1...);
+    :meth:`refusal` names data the backend cannot take (a 2-D ``y`` for a
+    classifier or ``KNeighborsRegressor``) so that ``method="auto"`` falls
+    back. Folds whose least-squares solve is too ill-conditioned for 1e-10
+    are fit with ``fit``, and rows whose neighbours tie at the ``k``-th
+    distance are asked of the fold's own model: see ``docs/exact.md``.
 
     Parameters
     ----------
@@ -96,7 +106,8 @@ class ExactStatisticsBackend(Backend):
         shared cache (512 MiB). ``StatisticsCache(max_bytes=0)`` keeps nothing.
     gram_budget : int, default=256 MiB
         Bound on the per-chunk Gram matrices kept (``k * n_features**2``
-        floats); beyond it a fold's chunk Gram is recomputed from its rows.
+        floats; beyond it a fold's chunk Gram is recomputed from its rows),
+        and on the folds' eigendecompositions kept for further ``alpha``.
 
     Notes
     -----
