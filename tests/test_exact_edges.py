@@ -410,3 +410,27 @@ def test_multilabel_knn_falls_back_under_auto():
     ref = cross_validate(KNeighborsClassifier(3), X, Y, cv=KFold(4))
     assert ours["backend"] != "exact"
     assert_array_equal(ours["test_score"], ref["test_score"])
+
+
+def test_directions_the_data_does_not_vary_along_cost_no_fit(monkeypatch):
+    # One-hot columns beside an intercept make every fold's Gram matrix
+    # singular; predictions do not see that direction, so no fold is fit.
+    from sklearn_ext.model_selection._exact import _least_squares
+
+    fits = []
+    fit_fold = _least_squares._fit_fold
+    monkeypatch.setattr(
+        _least_squares, "_fit_fold", lambda *a: fits.append(1) or fit_fold(*a)
+    )
+    rng = np.random.default_rng(11)
+    codes = rng.integers(0, 6, size=3000)
+    X = np.hstack([rng.normal(size=(3000, 4)) * [1, 10, 100, 1000], np.eye(6)[codes]])
+    y = X[:, :4] @ [1.0, 0.1, 0.01, 0.001] + codes + rng.normal(size=3000)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    for alpha in (1e-3, 1.0):
+        ours = tree_cross_validate(
+            Ridge(alpha=alpha), X, y, cv=KFold(5), method=_exact()
+        )
+        ref = cross_validate(Ridge(alpha=alpha), X, y, cv=KFold(5))
+        assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
+    assert not fits

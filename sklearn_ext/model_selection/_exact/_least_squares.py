@@ -29,10 +29,9 @@ from sklearn_ext.utils._lru import LRUStore
 
 __all__ = ["_LeastSquares"]
 
-#: A fold whose regularised Gram matrix is worse conditioned than this is fit
-#: with ``fit``: the eigendecomposition's rounding, about ``cond * 1e-16``
-#: relative, would exceed the 1e-10 the backend promises.
-MAX_CONDITION = 1e6
+#: A fold whose predictions the eigendecomposition's rounding could move by
+#: more than this (relative) is fit with ``fit`` (see ``_well_conditioned``).
+PREDICTION_TOLERANCE = 1e-10
 
 
 class _GramStats:
@@ -411,14 +410,34 @@ def _is_classifier(estimator) -> bool:
 
 
 def _well_conditioned(solved, model) -> bool:
-    """Whether the fold's solve keeps the backend's 1e-10 (see MAX_CONDITION)."""
-    eigenvalues = solved[0]
-    top = eigenvalues.max(initial=0.0)
+    """Whether rounding in the fold's solve keeps its predictions to 1e-10.
+
+    ``eigh`` finds each eigenvalue ``l_i`` of the centred Gram matrix to about
+    ``d * eps * max(l)``, so the solution's component along eigenvector ``i``,
+    ``p_i / (l_i + alpha)``, is off by that much relative to ``l_i + alpha``;
+    the fitted values along it move by ``sqrt(l_i)`` times that. Summed over
+    the directions and set against the size of the fitted values, this bounds
+    the relative change of the predictions: an ill-conditioned direction the
+    data does not vary along (one-hot columns beside an intercept) costs
+    nothing, one it varies along a little (nearly collinear columns at a tiny
+    ``alpha``, condition number 1e12) is beyond the tolerance and the fold is
+    fit with ``fit`` instead. ``LinearRegression`` keeps the directions above
+    ``lstsq``'s cut-off, with ``alpha = 0``.
+    """
+    eigenvalues, _, projected = solved[:3]
+    spread = np.clip(eigenvalues, 0.0, None)
     if type(model).__name__ == "LinearRegression":
-        singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
-        kept = eigenvalues[singular > model.tol * singular.max(initial=0.0)]
-        low = kept.min(initial=np.inf)
+        kept = np.sqrt(spread) > model.tol * np.sqrt(spread.max(initial=0.0))
+        spread, projected, alpha = spread[kept], projected[kept], 0.0
     else:
         alpha = float(np.min(model.alpha))
-        top, low = top + alpha, max(eigenvalues.min(initial=0.0), 0.0) + alpha
-    return bool(low > 0 and top <= MAX_CONDITION * low)
+    if not spread.shape[0]:
+        return True
+    shrunk = (spread + alpha)[:, None]
+    if np.any(shrunk <= 0):
+        return False
+    slack = spread.shape[0] * np.finfo(float).eps * (spread.max() + alpha)
+    along = np.sqrt(spread)[:, None] * np.abs(projected) / shrunk
+    error = slack * np.sum(along / shrunk, axis=0)
+    fitted = np.sqrt(np.sum(along * along, axis=0))
+    return bool(np.all(error <= PREDICTION_TOLERANCE * fitted))
