@@ -309,3 +309,20 @@ def test_folder_below_a_file_is_one_clear_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="must be a writable directory"):
         PrefixCache(directory=tmp_path / "file" / "cache")
+
+
+def test_state_file_that_is_a_link_is_never_followed(tmp_path):
+    # A link in the folder, named as an entry, to a valid entry kept elsewhere:
+    # reading it is a miss, writing the entry replaces the link, not its target.
+    folder = tmp_path / "cache"
+    cache = PrefixCache(max_bytes=0, directory=folder)
+    cache.put(b"k", np.arange(3))
+    outside = tmp_path / "outside.state"
+    os.replace(folder / _key_hex(b"k"), outside)
+    os.symlink(outside, folder / _key_hex(b"k"))
+    assert cache.get(b"k") is None
+    before = outside.read_bytes()
+    cache.put(b"k", np.arange(4))
+    assert not (folder / _key_hex(b"k")).is_symlink()
+    assert outside.read_bytes() == before
+    assert_array_equal(cache.get(b"k"), np.arange(4))
