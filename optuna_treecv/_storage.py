@@ -230,6 +230,12 @@ def describe_storage_error(exc: BaseException) -> str:
             "transaction, or a process stopped while writing); try again once it "
             "has finished"
         )
+    if _is_lock(exc, _SERVER_LOCK_MESSAGES):
+        return (
+            "the database is locked: another transaction held a lock past the "
+            "server's lock wait timeout (a long transaction, or a process stopped "
+            "while writing); try again once it has finished"
+        )
     message = _one_line(exc)
     causes = list(_causes(exc))[1:]
     if causes and isinstance(exc, optuna.exceptions.StorageInternalError):
@@ -249,11 +255,17 @@ def _causes(exc: BaseException):
         exc = exc.__cause__ or exc.__context__
 
 
-def _is_lock(exc: BaseException) -> bool:
+#: What SQLite says when its busy timeout ran out on another connection's lock.
+_SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
+#: What MySQL and PostgreSQL say when their lock wait timeout ran out.
+_SERVER_LOCK_MESSAGES = ("lock wait timeout exceeded", "due to lock timeout")
+
+
+def _is_lock(exc: BaseException, messages=_SQLITE_LOCK_MESSAGES) -> bool:
     """Whether ``exc`` comes from a database locked by another connection."""
     return any(
         type(e).__name__ == "OperationalError"
-        and ("database is locked" in str(e) or "database table is locked" in str(e))
+        and any(part in str(e).lower() for part in messages)
         for e in _causes(exc)
     )
 

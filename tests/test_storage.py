@@ -250,3 +250,42 @@ def test_workers_open_one_new_sqlite_file_at_once(tmp_path):
     assert [proc.exitcode for proc in procs] == [0, 0, 0], said
     study = optuna.load_study(study_name="crowd", storage=url)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 6
+
+
+def test_storage_errors_say_their_cause(tmp_path, monkeypatch):
+    import sqlite3
+
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import OperationalError
+
+    from optuna_treecv import _storage
+    from optuna_treecv._storage import describe_storage_error
+
+    monkeypatch.setattr(_storage, "SQLITE_BUSY_TIMEOUT", 0.2)
+    url = f"sqlite:///{tmp_path / 'locked.db'}"
+    study = optuna.create_study(study_name="s", storage=open_storage(url))
+    holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StorageInternalError, match="exceeding max length") as info:
+            study.set_user_attr("a", 1)
+    finally:
+        holder.close()
+    said = describe_storage_error(info.value)
+    assert said.startswith("the database is locked: another process held its write")
+    assert "0.2 s" in said and "\n" not in said
+
+    def internal(message):
+        try:
+            try:
+                raise OperationalError("UPDATE ...", {}, Exception(message))
+            except OperationalError as cause:
+                raise StorageInternalError("... e.g. exceeding max length.") from cause
+        except StorageInternalError as exc:
+            return exc
+
+    server = describe_storage_error(internal("(1205, 'Lock wait timeout exceeded')"))
+    assert server.startswith("the database is locked: another transaction held a")
+    other = describe_storage_error(internal("disk I/O error"))
+    assert other.startswith("the database refused a write: OperationalError: ")
+    assert "disk I/O error" in other and "max length" not in other
