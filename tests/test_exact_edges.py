@@ -434,3 +434,20 @@ def test_directions_the_data_does_not_vary_along_cost_no_fit(monkeypatch):
         ref = cross_validate(Ridge(alpha=alpha), X, y, cv=KFold(5))
         assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
     assert not fits
+
+
+def test_class_weight_fit_refuses_is_refused():
+    from sklearn.linear_model import RidgeClassifier
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(40, 2))
+    y = np.arange(40) % 2
+    est = RidgeClassifier(class_weight={5: 2.0})
+    with pytest.raises(ValueError, match=r"The classes, \[0, 1\], are not in"):
+        est.fit(X, y)
+    with pytest.raises(ValueError, match=r"The classes, \[0, 1\], are not in"):
+        tree_cross_validate(est, X, y, cv=KFold(4), method=_exact())
+    fine = RidgeClassifier(class_weight={0: 2.0})
+    ours = tree_cross_validate(fine, X, y, cv=KFold(4), method=_exact())
+    ref = cross_validate(fine, X, y, cv=KFold(4))
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-12)

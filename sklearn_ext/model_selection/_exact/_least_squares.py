@@ -285,7 +285,8 @@ class _LeastSquares(_Family):
         class_weight = getattr(estimator, "class_weight", None)
         if not class_weight:
             return weights
-        labels, _, _ = y
+        labels, classes, _ = y
+        _check_class_weight(class_weight, classes)
         factor = np.array([class_weight.get(label, 1.0) for label in labels.tolist()])
         return factor if weights is None else weights * factor
 
@@ -403,6 +404,14 @@ class _LeastSquares(_Family):
             model.intercept_ = 0.0
         model.n_features_in_ = n_features
         return model
+
+
+def _check_class_weight(class_weight: dict, classes: np.ndarray) -> None:
+    """Refuse, in ``fit``'s words, a dict naming labels ``y`` lacks while
+    leaving some of its classes unweighted."""
+    unweighted = [c for c in classes.tolist() if c not in class_weight]
+    if unweighted and len(classes) - len(unweighted) != len(class_weight):
+        raise ValueError(f"The classes, {unweighted}, are not in class_weight")
 
 
 def _is_classifier(estimator) -> bool:
