@@ -167,5 +167,28 @@ def test_auto_budget_follows_the_headroom(monkeypatch):
     )
     assert kernel_budget("auto") == 1.5 * 2**30
     with pytest.raises(MemoryError, match=r"cache_size=8000.*RLIMIT_AS"):
-        _kernel_store.check_allocation(4.0 * 2**30, 8000, "the matrix")
-    _kernel_store.check_allocation(2.0 * 2**30, 8000, "the matrix")
+        _kernel_store.check_store_allocation(4.0 * 2**30, 8000, "the matrix")
+    _kernel_store.check_store_allocation(2.0 * 2**30, 8000, "the matrix")
+
+
+@pytest.mark.parametrize("seeding", ["mir", "ato"])
+def test_dense_seeding_blocks_are_checked_before_they_are_built(
+    monkeypatch, data, seeding
+):
+    # MIR and ATO build dense blocks of the shared rows with the added and
+    # removed ones; under a tight limit the run stops with a clear error.
+    from sklearn_ext.svm import _seeding, alpha_seeded_cv
+
+    X, y = data
+    monkeypatch.setattr(_seeding, "CHECKED_BLOCK_BYTES", 0)
+    # Room for the store's 32 columns (100 kB), not for a block of the 360
+    # shared rows with 40 added and 40 removed ones (350 kB).
+    monkeypatch.setattr(
+        _kernel_store, "memory_headroom", lambda: (200_000.0, "RLIMIT_AS=...")
+    )
+    model = AlphaSeededSVC(gamma=0.1, cache_size=0.1)
+    with pytest.raises(MemoryError, match=rf"seeding='sir'.*{seeding!r}"):
+        alpha_seeded_cv(model, X, y, cv=10, seeding=seeding, n_jobs=1)
+    # SIR needs no block: the same run goes through.
+    result = alpha_seeded_cv(model, X, y, cv=10, n_jobs=1)
+    assert result["test_score"].shape == (10,)

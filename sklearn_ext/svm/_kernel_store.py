@@ -24,8 +24,9 @@ from sklearn_ext.utils._threads import blas_limits, pool_limits
 __all__ = [
     "KernelStore",
     "available_threads",
-    "check_allocation",
     "cgroup_headroom",
+    "check_allocation",
+    "check_store_allocation",
     "kernel_budget",
     "memory_headroom",
     "kernel_matrix",
@@ -194,23 +195,30 @@ def _memory_bytes() -> float:
     return memory_headroom()[0]
 
 
-def check_allocation(n_bytes: float, cache_size, what: str) -> None:
+def check_allocation(n_bytes: float, what: str, advice: str) -> None:
     """Refuse, before it is made, an allocation this process cannot make.
 
-    A ``MemoryError`` that names ``cache_size`` (the budget the allocation
-    came from) when ``n_bytes`` exceed :func:`memory_headroom`: a clear error
-    instead of a failed ``malloc`` deep in the build, or the kernel's OOM
-    killer under a cgroup limit.
+    A ``MemoryError`` saying what needs ``n_bytes`` and ``advice`` (which
+    parameter to change) when they exceed :func:`memory_headroom`: a clear
+    error instead of a failed ``malloc`` deep in the work, or the kernel's
+    OOM killer under a cgroup limit.
     """
     left, limit = memory_headroom()
     if n_bytes > left:
         raise MemoryError(
-            f"The kernel store needs {n_bytes / 2**30:.2f} GiB for {what} within "
-            f"cache_size={cache_size!r}, but this process may allocate only "
-            f"{left / 2**30:.2f} GiB more ({limit}). Lower cache_size (it "
-            "changes the speed, never the model) or pass cache_size='auto', "
-            "which stays within the process's limits."
+            f"{what} needs {n_bytes / 2**30:.2f} GiB, but this process may "
+            f"allocate only {left / 2**30:.2f} GiB more ({limit}). {advice}"
         )
+
+
+def check_store_allocation(n_bytes: float, cache_size, what: str) -> None:
+    """:func:`check_allocation` of the kernel store, naming ``cache_size``."""
+    check_allocation(
+        n_bytes,
+        f"The kernel store ({what} within cache_size={cache_size!r})",
+        "Lower cache_size (it changes the speed, never the model) or pass "
+        "cache_size='auto', which stays within the process's limits.",
+    )
 
 
 def available_threads() -> int:
@@ -423,7 +431,7 @@ class KernelStore:
             and isinstance(self.X, np.ndarray)
         )
         if self.dtype.itemsize * n * n <= budget:
-            check_allocation(
+            check_store_allocation(
                 self.dtype.itemsize * float(n) * n,
                 cache_size,
                 f"the {n}x{n} {self.dtype.name} kernel matrix",
@@ -435,7 +443,7 @@ class KernelStore:
             self._set_dense(K, budget)
         else:
             n_slots = max(2, int(budget // (8.0 * n)))
-            check_allocation(
+            check_store_allocation(
                 8.0 * n * min(n_slots, n),
                 cache_size,
                 f"{min(n_slots, n)} cached kernel columns of {n} rows",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ext._fast._smo import seed_gradient, sir_alphas, split_rows
+from sklearn_ext.svm._kernel_store import check_allocation
 from sklearn_ext.svm._solver import PairProblem, repair_equality
 from sklearn_ext.utils._threads import blas_limits
 
@@ -23,6 +24,10 @@ SEEDINGS = ("sir", "mir", "ato", "keep", "none")
 
 #: Steps of the bounded ATO path before the rest is left to SMO.
 ATO_MAX_STEPS = 8
+
+#: MIR's and ATO's dense kernel blocks from this size on are checked against
+#: the process's memory before they are built (smaller ones cost nothing).
+CHECKED_BLOCK_BYTES = 2**26
 
 
 def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
@@ -126,6 +131,18 @@ def _moved_alphas(
     alpha_prev_s = previous.alpha[s_prev]
     alpha_r = previous.alpha[r_prev]
     y_r = previous.y[r_prev]
+    if seeding in ("mir", "ato"):
+        # The shared rows' kernel with the added and the removed rows (and
+        # MIR's system over them) are dense: 8 |S| (2 |T| + |R|) bytes.
+        n_bytes = 8.0 * s_rows.shape[0] * (2 * t_rows.shape[0] + r_rows.shape[0])
+        if n_bytes >= CHECKED_BLOCK_BYTES:
+            check_allocation(
+                n_bytes,
+                f"{seeding.upper()} seeding of {s_rows.shape[0]} shared rows "
+                f"with {t_rows.shape[0]} added ones",
+                f"Pass seeding='sir' (the default; got seeding={seeding!r}), "
+                "which needs no dense block, or use more folds.",
+            )
     if seeding == "ato":
         # Small dense solves: BLAS threads cost more than they give here.
         with blas_limits(1):
