@@ -31,6 +31,7 @@ ENGINE = (
     SVM.parent / "model_selection" / "_svm_cv.py",  # the doors (svm_c_path_cv)
 )
 RUN_CORE = (
+    "sklearn_ext.model_selection._core",
     "sklearn_ext.model_selection._validation",
     "sklearn_ext.model_selection._search",
 )
