@@ -177,7 +177,8 @@ def test_dense_seeding_blocks_are_checked_before_they_are_built(
 ):
     # MIR and ATO build dense blocks of the shared rows with the added and
     # removed ones; under a tight limit the run stops with a clear error.
-    from sklearn_ext.svm import _seeding, alpha_seeded_cv
+    from sklearn_ext import tree_cross_validate
+    from sklearn_ext.svm import AlphaSeedingBackend, _seeding
 
     X, y = data
     monkeypatch.setattr(_seeding, "CHECKED_BLOCK_BYTES", 0)
@@ -187,8 +188,11 @@ def test_dense_seeding_blocks_are_checked_before_they_are_built(
         _kernel_store, "memory_headroom", lambda: (200_000.0, "RLIMIT_AS=...")
     )
     model = AlphaSeededSVC(gamma=0.1, cache_size=0.1)
-    with pytest.raises(MemoryError, match=rf"seeding='sir'.*{seeding!r}"):
-        alpha_seeded_cv(model, X, y, cv=10, seeding=seeding, n_jobs=1)
+    kwargs = dict(cv=10, n_jobs=1, error_score="raise")
+    with pytest.raises(MemoryError, match=rf"kB.*seeding='sir'.*{seeding!r}"):
+        tree_cross_validate(
+            model, X, y, method=AlphaSeedingBackend(seeding=seeding), **kwargs
+        )
     # SIR needs no block: the same run goes through.
-    result = alpha_seeded_cv(model, X, y, cv=10, n_jobs=1)
+    result = tree_cross_validate(model, X, y, method=AlphaSeedingBackend(), **kwargs)
     assert result["test_score"].shape == (10,)

@@ -206,9 +206,17 @@ def check_allocation(n_bytes: float, what: str, advice: str) -> None:
     left, limit = memory_headroom()
     if n_bytes > left:
         raise MemoryError(
-            f"{what} needs {n_bytes / 2**30:.2f} GiB, but this process may "
-            f"allocate only {left / 2**30:.2f} GiB more ({limit}). {advice}"
+            f"{what} needs {_size(n_bytes)}, but this process may allocate only "
+            f"{_size(left)} more ({limit}). {advice}"
         )
+
+
+def _size(n_bytes: float) -> str:
+    """``n_bytes`` in the largest unit that keeps a number >= 1."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("kB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.2f} {unit}"
+    return f"{n_bytes:.0f} bytes"
 
 
 def check_store_allocation(n_bytes: float, cache_size, what: str) -> None:
