@@ -196,7 +196,7 @@ def refit_estimator(
         values = suggest_params(FixedTrial(trial.params, trial.number), params)
     model = clone(estimator).set_params(**values)
     classes = np.unique(y) if is_classifier(model) and y is not None else None
-    model = regime_estimator(model, _scored_regime(trial), classes)
+    model = regime_estimator(model, _scored_regime(trial), classes, X=X)
     lend = warm_start_store is not None and _takes_store(model)
     if lend:
         model.set_params(warm_start_store=warm_start_store)

@@ -22,6 +22,7 @@ _PUBLIC = {
     "PrefixCache": "sklearn_ext.model_selection",
     "SemiSupervisedAnomalyDetector": "sklearn_ext.anomaly",
     "StratifiedTreeCVSplitter": "sklearn_ext.model_selection",
+    "StreamingPipeline": "sklearn_ext.model_selection",
     "TreeCVEstimator": "sklearn_ext.model_selection",
     "TreeCVRegimeWarning": "sklearn_ext.model_selection",
     "TreeCVSearchCV": "sklearn_ext.model_selection",

@@ -147,17 +147,34 @@ def test_frames_and_nan_reach_the_pipeline_in_every_door(cancer, make, nan):
     cv = KFold(4)
     grid = {"sgdclassifier__alpha": [1e-4]}
     reference = cross_validate(make(), X, y, cv=cv)["test_score"]
-    with pytest.warns(TreeCVFallbackWarning):
-        direct = tree_cross_validate(make(), X, y, cv=cv)
-    with pytest.warns(TreeCVFallbackWarning):
-        search = TreeCVSearchCV(make(), grid, cv=cv, refit=False).fit(X, y)
-    with pytest.warns(TreeCVFallbackWarning):
-        value, attrs = _trial_value(make(), X, y, cv=cv, grid=grid)
-    standard, _ = _trial_value(make(), X, y, cv=cv, grid=grid, backend="standard")
+    direct = tree_cross_validate(make(), X, y, cv=cv, method="standard")
+    search = TreeCVSearchCV(make(), grid, cv=cv, method="standard", refit=False)
+    search.fit(X, y)
+    value, attrs = _trial_value(make(), X, y, cv=cv, grid=grid, backend="standard")
     assert direct["backend"] == attrs["backend"] == "standard"
     assert_array_equal(direct["test_score"], reference)
     assert_array_equal(_splits(search.cv_results_, 4), reference)
-    assert value == standard == pytest.approx(reference.mean(), abs=1e-15)
+    assert value == pytest.approx(reference.mean(), abs=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
+@pytest.mark.parametrize(
+    "make, nan, backend",
+    [(_column_pipeline, False, "python_tree"), (_imputer_pipeline, True, "standard")],
+    ids=["streams", "falls-back"],
+)
+def test_a_pipeline_has_one_outcome_in_every_door(cancer, make, nan, backend):
+    X, y = _frame(cancer, nan=nan)
+    cv = KFold(4)
+    grid = {"sgdclassifier__alpha": [1e-4]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TreeCVFallbackWarning)  # the imputer's
+        direct = tree_cross_validate(make(), X, y, cv=cv)
+        search = TreeCVSearchCV(make(), grid, cv=cv, refit=False).fit(X, y)
+        value, attrs = _trial_value(make(), X, y, cv=cv, grid=grid)
+    assert direct["backend"] == attrs["backend"] == backend
+    assert_array_equal(_splits(search.cv_results_, 4), direct["test_score"])
+    assert value == pytest.approx(direct["test_score"].mean(), abs=1e-15)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
@@ -364,3 +381,46 @@ def test_the_command_line_says_why_it_falls_back(capsys):
     out = capsys.readouterr().out
     assert "No fast backend runs SGDClassifier (class_weight='balanced'" in out
     assert "standard" in out and "python_tree" not in out
+
+
+def _count_digests(monkeypatch, shape):
+    from sklearn_ext.utils import _hashing
+
+    reads = []
+    original = _hashing._array_digest
+
+    def counting(array, memo):
+        if getattr(array, "shape", None) == shape:
+            reads.append(shape)
+        return original(array, memo)
+
+    monkeypatch.setattr(_hashing, "_array_digest", counting)
+    return reads
+
+
+def test_X_is_hashed_once_per_search(cancer, monkeypatch):
+    from sklearn.linear_model import Ridge
+
+    X, y = cancer
+    X = X.copy()
+    reads = _count_digests(monkeypatch, X.shape)
+    grid = {"alpha": [0.1, 1.0, 10.0, 100.0]}
+    search = TreeCVSearchCV(Ridge(), grid, cv=5, refit=False).fit(X, y)
+    assert search.cv_results_["mean_test_score"].shape == (4,)
+    assert len(reads) == 1
+    TreeCVSearchCV(Ridge(), grid, cv=5, refit=False).fit(X, y)
+    assert len(reads) == 2  # a new fit reads the data again
+
+
+def test_X_is_hashed_once_per_study(cancer, monkeypatch):
+    from sklearn.linear_model import Ridge
+
+    X, y = cancer
+    X = X.copy()
+    space = {"alpha": CategoricalDistribution([0.1, 1.0, 10.0])}
+    objective = TreeCVObjective(Ridge(), space, X, y, cv=5)
+    reads = _count_digests(monkeypatch, X.shape)
+    study = optuna.create_study(direction="maximize")
+    study.optimize(objective, n_trials=5)
+    assert len(study.trials) == 5
+    assert len(reads) == 1

@@ -33,6 +33,7 @@ from sklearn_ext.model_selection._regime import (
 )
 from sklearn_ext.model_selection._search import TreeCVSearchCV
 from sklearn_ext.model_selection._split import StratifiedTreeCVSplitter, TreeCVSplitter
+from sklearn_ext.model_selection._streaming import StreamingPipeline
 from sklearn_ext.model_selection._validation import tree_cross_validate
 from sklearn_ext.utils._prefix_cache import PrefixCache
 
@@ -49,6 +50,7 @@ __all__ = [
     "StandardBackend",
     "StatisticsCache",
     "StratifiedTreeCVSplitter",
+    "StreamingPipeline",
     "TreeCVEstimator",
     "TreeCVFallbackWarning",
     "TreeCVRegimeWarning",

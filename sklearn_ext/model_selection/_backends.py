@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
+from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags
 
 from sklearn_ext.model_selection._estimator import (
@@ -38,6 +39,7 @@ from sklearn_ext.model_selection._snapshot import (
     snapshots,
     take_snapshot,
 )
+from sklearn_ext.model_selection._streaming import stream_refusal
 from sklearn_ext.utils._threads import threadpool_controller
 
 __all__ = [
@@ -725,9 +727,15 @@ class PythonTreeBackend(Backend):
 
     @classmethod
     def accepts(cls, estimator) -> bool:
-        return callable(getattr(estimator, "partial_fit", None))
+        return callable(getattr(estimator, "partial_fit", None)) or isinstance(
+            estimator, Pipeline
+        )
 
     def refusal(self, estimator, X, y) -> str | None:
+        if isinstance(estimator, Pipeline):
+            reason = stream_refusal(estimator)
+            if reason is not None:
+                return reason
         return balanced_class_weight(estimator)
 
     def run(self, task: CVTask) -> LeafTable:

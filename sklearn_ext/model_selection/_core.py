@@ -218,7 +218,9 @@ class RunCore:
             session = opens() if callable(opens) else store
             backend = backend.with_store(session, estimator)
         check_training_rows(self.plan, backend)
-        scored, regime = scored_estimator(estimator, backend, classes=self.classes)
+        scored, regime = scored_estimator(
+            estimator, backend, classes=self.classes, X=self.X
+        )
         if regime == "one_pass" and not fit_is_one_pass(estimator):
             self.say(lambda: warn_about_regime(estimator, refit=self.refit_))
         return Resolved(estimator, backend, scored, regime, store, session)
@@ -312,7 +314,7 @@ class RunCore:
         ``partial_fit`` parameters. The run's store is lent to it (a kernel
         SVM reuses the kernel).
         """
-        model = regime_estimator(resolved.estimator, resolved.regime, self.classes)
+        model = regime_estimator(resolved.estimator, resolved.regime, self.classes, X=X)
         wrapped = type(model) is not type(resolved.estimator)
         fit_params = self.stream_params if wrapped else self.fit_params
         store = None

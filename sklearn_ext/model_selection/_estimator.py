@@ -17,7 +17,8 @@ from sklearn.base import (
     clone,
     is_classifier,
 )
-from sklearn.utils import get_tags
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._metadata_requests import (
     MetadataRouter,
     MethodMapping,
@@ -26,8 +27,17 @@ from sklearn.utils._metadata_requests import (
 )
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _num_samples,
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
+from sklearn_ext.model_selection._streaming import (
+    StreamingPipeline,
+    streaming_pipeline,
+)
 from sklearn_ext.utils._prefix_cache import (
     PrefixCache,
     batches,
@@ -77,9 +87,12 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator object
-        A learner with ``partial_fit``. Its ``partial_fit`` must be deterministic
-        (e.g. a fixed ``random_state``) for prefixes to be shared; otherwise each
-        fit trains from scratch, with a warning.
+        A learner with ``partial_fit``, or a scikit-learn ``Pipeline`` whose
+        steps stream (see :class:`StreamingPipeline`: each batch updates every
+        step in turn, then the last step learns from it; the pipeline takes
+        its rows as given, DataFrames included). Its ``partial_fit`` must be
+        deterministic (e.g. a fixed ``random_state``) for prefixes to be
+        shared; otherwise each fit trains from scratch, with a warning.
     batch_size : int, default=1024
         Rows per ``partial_fit`` call, and the spacing of the stored states. A
         fit re-feeds at most ``batch_size - 1`` rows of a shared prefix.
@@ -143,7 +156,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         self.cache = cache
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["partial_fit"])],
+        "estimator": [HasMethods(["partial_fit"]), Pipeline],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "classes": ["array-like", None],
         "cache": [StrOptions({"memory"}), PrefixCache, None],
@@ -171,7 +184,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         """
         cache = resolve_cache(self.cache, "TreeCVEstimator")
         X, y, fit_params = self._check_rows("fit", X, y, fit_params, reset=True)
-        n_samples = X.shape[0]
+        n_samples = _num_samples(X)
         classes = None
         if is_classifier(self.estimator) and y is not None:
             classes = np.unique(y) if self.classes is None else np.asarray(self.classes)
@@ -184,6 +197,15 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                 stacklevel=2,
             )
             cache = None
+        if cache is not None and not _is_array(X):
+            warnings.warn(
+                f"TreeCVEstimator shares training prefixes of numeric arrays only; "
+                f"X is a {type(X).__name__}, so each fit trains from scratch. Pass "
+                "cache=None to say so.",
+                UserWarning,
+                stacklevel=2,
+            )
+            cache = None
 
         row_batches = batches(n_samples, self.batch_size)
 
@@ -192,11 +214,11 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
             params = _batch_params(fit_params, rows, n_samples)
             if j == 0 and classes is not None:
                 params["classes"] = classes
-            model.partial_fit(X[rows], None if y is None else y[rows], **params)
+            model.partial_fit(_rows(X, rows), None if y is None else y[rows], **params)
             return model
 
         if cache is None:
-            model = clone(self.estimator)
+            model = self._new_learner(X)
             for j in range(len(row_batches)):
                 model = feed(model, j)
             first = 0
@@ -216,7 +238,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                 row_batches,
             )
             model, first = resume_from_prefix(
-                cache, keys, lambda: clone(self.estimator), feed
+                cache, keys, lambda: self._new_learner(X), feed
             )
         fed = n_samples - (
             row_batches[first].start if first < len(row_batches) else n_samples
@@ -267,10 +289,10 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                     "TreeCVEstimator wrapping a classifier (or set its 'classes' "
                     "parameter)."
                 )
-            self._set_stream(clone(self.estimator), classes, 0)
+            self._set_stream(self._new_learner(X), classes, 0)
             self.n_samples_fed_ = 0
             self.n_samples_reused_ = 0
-        n_samples = X.shape[0]
+        n_samples = _num_samples(X)
         aligned = sorted(
             k for k, v in params.items() if _is_sample_aligned(v, n_samples)
         )
@@ -284,7 +306,7 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                     f"every call; got {aligned} after {sorted(pending[2])}."
                 )
             chunk = _concat_rows(pending, chunk)
-        n_rows = chunk[0].shape[0]
+        n_rows = _num_samples(chunk[0])
         full = (n_rows // self.batch_size) * self.batch_size
         for start in range(0, full, self.batch_size):
             rows = slice(start, start + self.batch_size)
@@ -310,7 +332,13 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                 "dict of weights, or cross-validate the learner's own fit "
                 "(method='standard')."
             )
-        if y is None:
+        if self._takes_data_as_given():
+            # A pipeline takes its rows as given (column names, texts, NaN).
+            X = validate_data(self, X, skip_check_array=True, reset=reset)
+            if y is not None:
+                y = np.asarray(y)
+                check_consistent_length(X, y)
+        elif y is None:
             X = validate_data(self, X, accept_sparse="csr", reset=reset)
         else:
             X, y = validate_data(
@@ -319,6 +347,22 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         if _routing_enabled():
             params = process_routing(self, method, **params).estimator.partial_fit
         return X, y, params
+
+    def _new_learner(self, X):
+        """An unfitted copy of the learner; a pipeline as a streaming one.
+
+        A pipeline's encoders with ``categories="auto"`` on the input's columns
+        get the categories of ``X``, the first rows seen.
+        """
+        if isinstance(self.estimator, Pipeline) and not isinstance(
+            self.estimator, StreamingPipeline
+        ):
+            return streaming_pipeline(self.estimator, X)
+        return clone(self.estimator)
+
+    def _takes_data_as_given(self) -> bool:
+        """Whether the learner is a pipeline, whose steps check the rows."""
+        return isinstance(self.estimator, Pipeline)
 
     def _set_stream(self, model, classes, n_fed: int) -> None:
         self._stream = model
@@ -379,7 +423,10 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
     # -- delegation -------------------------------------------------------------------
     def _delegate(self, method: str, X, *args, **kwargs):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        if self._takes_data_as_given():
+            X = validate_data(self, X, skip_check_array=True, reset=False)
+        else:
+            X = validate_data(self, X, accept_sparse="csr", reset=False)
         return getattr(self.estimator_, method)(X, *args, **kwargs)
 
     @available_if(_estimator_has("predict"))
@@ -461,7 +508,8 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
         tags.target_tags = inner.target_tags
         tags.transformer_tags = inner.transformer_tags
         tags.input_tags = copy.copy(inner.input_tags)
-        tags.input_tags.allow_nan = False  # Rows are validated finite for hashing.
+        if not self._takes_data_as_given():
+            tags.input_tags.allow_nan = False  # Rows are validated for hashing.
         return tags
 
 
@@ -512,25 +560,45 @@ def _feed(model, chunk, others: dict, classes) -> int:
     if classes is not None:
         params["classes"] = classes
     model.partial_fit(X, y, **params)
-    return X.shape[0]
+    return _num_samples(X)
+
+
+def _is_array(X) -> bool:
+    return (isinstance(X, np.ndarray) and X.dtype != object) or sp.issparse(X)
+
+
+def _rows(X, rows: slice):
+    """Rows of an array, CSR matrix, DataFrame or list (a view where it can)."""
+    if isinstance(X, np.ndarray) or sp.issparse(X):
+        return X[rows]
+    return _safe_indexing(X, rows)
 
 
 def _concat_rows(first, second):
     X1, y1, a1 = first
     X2, y2, a2 = second
-    X = (
-        sp.vstack([X1, X2], format="csr")
-        if sp.issparse(X1)
-        else np.concatenate([X1, X2])
-    )
+    if sp.issparse(X1):
+        X = sp.vstack([X1, X2], format="csr")
+    elif hasattr(X1, "iloc"):
+        X = _concat_frames(X1, X2)
+    elif isinstance(X1, list):
+        X = X1 + X2
+    else:
+        X = np.concatenate([X1, X2])
     y = None if y1 is None else np.concatenate([y1, y2])
     return X, y, {k: np.concatenate([a1[k], a2[k]]) for k in a1}
+
+
+def _concat_frames(first, second):
+    import pandas as pd
+
+    return pd.concat([first, second])
 
 
 def _take_rows(chunk, rows: slice):
     X, y, aligned = chunk
     return (
-        X[rows],
+        _rows(X, rows),
         None if y is None else y[rows],
         {k: v[rows] for k, v in aligned.items()},
     )

@@ -14,8 +14,10 @@ from __future__ import annotations
 import warnings
 
 from sklearn.base import clone
+from sklearn.pipeline import Pipeline
 
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
+from sklearn_ext.model_selection._streaming import learns_nothing, streaming_pipeline
 
 __all__ = [
     "STREAM_BATCH_SIZE",
@@ -85,6 +87,10 @@ def fit_is_one_pass(estimator) -> bool:
     """
     if isinstance(estimator, TreeCVEstimator) or _is_naive_bayes(estimator):
         return True
+    if isinstance(estimator, Pipeline):
+        # Steps that learn nothing from rows, then a one-pass learner.
+        *steps, (_, last) = estimator.steps
+        return all(learns_nothing(step) for _, step in steps) and fit_is_one_pass(last)
     if _streams_rows(estimator):
         return estimator.max_iter == 1 and not estimator.shuffle
     if _is_sklearn_sgd(estimator):
@@ -98,7 +104,7 @@ def fit_is_one_pass(estimator) -> bool:
     return False
 
 
-def one_pass_estimator(estimator, *, classes=None):
+def one_pass_estimator(estimator, *, classes=None, X=None):
     """An unfitted estimator whose ``fit`` is the regime TreeCV scores.
 
     Parameters
@@ -108,13 +114,17 @@ def one_pass_estimator(estimator, *, classes=None):
     classes : array-like of shape (n_classes,), default=None
         All class labels of a classifier, so that a fit on rows lacking a class
         still knows it.
+    X : array-like, default=None
+        All the rows, for a pipeline: the categories of its encoders are fixed
+        from them (see :func:`~sklearn_ext.model_selection.streaming_pipeline`).
 
     Returns
     -------
     estimator : estimator object
         A clone of ``estimator`` when its ``fit`` already is one ordered pass
         (:func:`fit_is_one_pass`), otherwise a :class:`TreeCVEstimator` around
-        it feeding batches of ``STREAM_BATCH_SIZE`` rows, without a cache.
+        it (around a :class:`StreamingPipeline` of a pipeline's steps) feeding
+        batches of ``STREAM_BATCH_SIZE`` rows, without a cache.
         ``clone(result).fit(X, y)`` trains the same model again.
 
     Examples
@@ -127,15 +137,21 @@ def one_pass_estimator(estimator, *, classes=None):
     """
     if fit_is_one_pass(estimator):
         return clone(estimator)
+    return _stream_wrapper(clone(estimator), classes, X)
+
+
+def _stream_wrapper(estimator, classes, X) -> TreeCVEstimator:
+    """The streaming regime's estimator: fixed batches, a pipeline streamed."""
+    if isinstance(estimator, Pipeline):
+        estimator = streaming_pipeline(estimator, X)
     return TreeCVEstimator(
-        clone(estimator),
-        batch_size=STREAM_BATCH_SIZE,
-        classes=classes,
-        cache=None,
+        estimator, batch_size=STREAM_BATCH_SIZE, classes=classes, cache=None
     )
 
 
 def _fit_differences(estimator) -> str:
+    if isinstance(estimator, Pipeline):
+        return "fits each step on all rows before the next"
     params = estimator.get_params(deep=False)
     parts = []
     if isinstance(params.get("max_iter"), int) and params["max_iter"] > 1:
@@ -172,7 +188,7 @@ def warn_about_regime(estimator, *, refit: bool, stacklevel: int = 3) -> None:
     )
 
 
-def scored_estimator(estimator, backend, *, classes=None):
+def scored_estimator(estimator, backend, *, classes=None, X=None):
     """What ``backend`` runs for ``estimator``, and the regime it then scores.
 
     Parameters
@@ -183,12 +199,15 @@ def scored_estimator(estimator, backend, *, classes=None):
         The backend chosen for it.
     classes : array-like of shape (n_classes,), default=None
         All class labels, for the wrapper of a classifier.
+    X : array-like, default=None
+        All the rows of the run, for a pipeline's encoders.
 
     Returns
     -------
     estimator : estimator object
-        ``estimator`` itself, or a :class:`TreeCVEstimator` around it when a
-        tree would otherwise feed a learner whose updates depend on batching.
+        ``estimator`` itself, or a :class:`TreeCVEstimator` around it (around a
+        :class:`StreamingPipeline` of a pipeline) when a tree would otherwise
+        feed a learner whose updates depend on batching.
     regime : {"one_pass", "fit"}
         ``"one_pass"`` when the folds are one ordered pass of ``partial_fit``
         (the tree backends), ``"fit"`` when they are the learner's own ``fit``
@@ -196,17 +215,16 @@ def scored_estimator(estimator, backend, *, classes=None):
     """
     if backend.scores == "fit":
         return estimator, "fit"
+    if isinstance(estimator, Pipeline):
+        return _stream_wrapper(estimator, classes, X), "one_pass"
     if not callable(getattr(estimator, "partial_fit", None)):
         return estimator, "fit"
     if streams_batch_invariantly(estimator):
         return estimator, "one_pass"
-    wrapper = TreeCVEstimator(
-        estimator, batch_size=STREAM_BATCH_SIZE, classes=classes, cache=None
-    )
-    return wrapper, "one_pass"
+    return _stream_wrapper(estimator, classes, X), "one_pass"
 
 
-def regime_estimator(estimator, regime: str, classes=None):
+def regime_estimator(estimator, regime: str, classes=None, X=None):
     """An unfitted estimator whose ``fit`` trains the way ``regime`` scored.
 
     Parameters
@@ -217,13 +235,18 @@ def regime_estimator(estimator, regime: str, classes=None):
         What the folds were (:attr:`Backend.scores`).
     classes : array-like of shape (n_classes,), default=None
         All class labels, for the wrapper of a classifier.
+    X : array-like, default=None
+        The rows it will be fitted on, for a pipeline's encoders.
 
     Returns
     -------
     estimator : estimator object
-        A clone of ``estimator`` for ``"fit"`` (or a learner without
-        ``partial_fit``), else :func:`one_pass_estimator` of it.
+        A clone of ``estimator`` for ``"fit"`` (or a learner that cannot
+        stream), else :func:`one_pass_estimator` of it.
     """
-    if regime == "fit" or not callable(getattr(estimator, "partial_fit", None)):
+    streams = isinstance(estimator, Pipeline) or callable(
+        getattr(estimator, "partial_fit", None)
+    )
+    if regime == "fit" or not streams:
         return clone(estimator)
-    return one_pass_estimator(estimator, classes=classes)
+    return one_pass_estimator(estimator, classes=classes, X=X)

@@ -1,0 +1,132 @@
+"""Pipelines through the tree against scikit-learn's CV of the same pipeline.
+
+``make_pipeline(StandardScaler(), SGDClassifier())`` on unscaled Covertype rows
+(class 1 vs rest, rows permuted once), k-fold CV on the same folds:
+
+- ``tree``: ``tree_cross_validate`` (the Python tree streams the pipeline: each
+  batch updates the scaler, then the learner);
+- ``cv-stream``: ``cross_validate`` of the same streaming regime (the estimator
+  the tree's refit returns, ``one_pass_estimator(pipeline)``): k independent
+  streamed fits, the same fold models as the tree's;
+- ``cv-one-pass``: ``cross_validate`` of the pipeline configured for one ordered
+  pass (``SGDClassifier(max_iter=1, tol=None, shuffle=False)``), the scaler fitted
+  on each fold's rows at once: scikit-learn's fastest one-pass CV.
+
+Rounds are interleaved; each prints the median of its repeats, the rows fed
+against ``(log2 k + 1) n``, the mean scores, and the load average. Also checks
+that a ``TreeCVSearchCV``'s ``best_score_`` is the CV of
+``clone(best_estimator_)`` on the same folds.
+
+Run: ``python benchmarks/bench_pipelines.py [--rows 200000] [--ks 10,100]
+[--repeats 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data import require  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.linear_model import SGDClassifier  # noqa: E402
+from sklearn.model_selection import cross_val_score, cross_validate  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from sklearn_ext import (  # noqa: E402
+    TreeCVSearchCV,
+    TreeCVSplitter,
+    one_pass_estimator,
+    tree_cross_validate,
+)
+
+
+def covtype_raw(n_rows: int, seed: int = 0):
+    """Unscaled Covertype rows, class 1 vs rest, permuted once."""
+    with np.load(require("covtype.npz")) as data:
+        X, y = data["X"].astype(np.float64), data["y"]
+    order = np.random.RandomState(seed).permutation(len(y))[:n_rows]
+    return np.ascontiguousarray(X[order]), np.where(y[order] == 1, 1, 0)
+
+
+def pipeline():
+    return make_pipeline(StandardScaler(), SGDClassifier(random_state=0))
+
+
+def one_pass_pipeline():
+    sgd = SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
+    return make_pipeline(StandardScaler(), sgd)
+
+
+def run_once(kind: str, X, y, cv):
+    tic = time.perf_counter()
+    if kind == "tree":
+        result = tree_cross_validate(pipeline(), X, y, cv=cv)
+        scores, fed = result["test_score"], result["n_samples_fed"]
+    else:
+        model = (
+            one_pass_estimator(pipeline(), classes=np.unique(y), X=X)
+            if kind == "cv-stream"
+            else one_pass_pipeline()
+        )
+        scores = cross_validate(model, X, y, cv=cv)["test_score"]
+        fed = (cv.get_n_splits() - 1) * len(y)
+    return time.perf_counter() - tic, float(np.mean(scores)), fed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--ks", default="10,100")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    X, y = covtype_raw(args.rows)
+    n = len(y)
+    print(f"covtype (unscaled), n={n}, d={X.shape[1]}, load {os.getloadavg()}")
+    warnings.simplefilter("ignore")  # the regime and convergence notes
+    kinds = ("tree", "cv-stream", "cv-one-pass")
+    for k in (int(k) for k in args.ks.split(",")):
+        cv = TreeCVSplitter(k)
+        times: dict[str, list[float]] = {kind: [] for kind in kinds}
+        last: dict[str, tuple[float, int]] = {}
+        for _ in range(args.repeats):
+            for kind in kinds:  # interleaved rounds
+                seconds, mean, fed = run_once(kind, X, y, cv)
+                times[kind].append(seconds)
+                last[kind] = (mean, fed)
+        bound = (math.log2(k) + 1) * n
+        print(f"\nk = {k}: rows fed bound (log2 k + 1) n = {bound:,.0f}")
+        tree = statistics.median(times["tree"])
+        for kind in kinds:
+            median = statistics.median(times[kind])
+            mean, fed = last[kind]
+            print(
+                f"  {kind:<12} median {median:7.3f} s  mean score {mean:.4f}  "
+                f"rows fed {fed:>12,}  ({median / tree:5.2f}x the tree's time)"
+            )
+    cv = TreeCVSplitter(10)
+    search = TreeCVSearchCV(
+        pipeline(), {"sgdclassifier__alpha": [1e-5, 1e-4, 1e-3]}, cv=cv
+    ).fit(X[:50_000], y[:50_000])
+    again = cross_val_score(
+        clone(search.best_estimator_), X[:50_000], y[:50_000], cv=cv
+    )
+    print(
+        f"\nTreeCVSearchCV on 50,000 rows, 10 folds: best_score_ "
+        f"{search.best_score_:.6f}, CV of clone(best_estimator_) {again.mean():.6f}"
+    )
+    print(f"load {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
