@@ -424,3 +424,21 @@ def test_X_is_hashed_once_per_study(cancer, monkeypatch):
     study.optimize(objective, n_trials=5)
     assert len(study.trials) == 5
     assert len(reads) == 1
+
+
+class _BrokenSGD(SGDClassifier):
+    """An SGD classifier whose updates fail."""
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        raise RuntimeError("the update failed")
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_failing_update_is_a_failed_fit_in_every_worker(cancer, n_jobs):
+    X, y = cancer
+    learner = _BrokenSGD(max_iter=1, tol=None, shuffle=False)
+    with pytest.raises(ValueError, match="All the 8 fits failed") as error:
+        tree_cross_validate(learner, X, y, cv=8, n_jobs=n_jobs)
+    assert "the update failed" in str(error.value)
+    with pytest.raises(RuntimeError, match="the update failed"):
+        tree_cross_validate(learner, X, y, cv=8, n_jobs=n_jobs, error_score="raise")
