@@ -442,3 +442,22 @@ def test_a_failing_update_is_a_failed_fit_in_every_worker(cancer, n_jobs):
     assert "the update failed" in str(error.value)
     with pytest.raises(RuntimeError, match="the update failed"):
         tree_cross_validate(learner, X, y, cv=8, n_jobs=n_jobs, error_score="raise")
+
+
+def test_multilabel_knn_has_one_outcome_in_every_door():
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(80, 3))
+    Y = (X[:, :2] > 0).astype(int)
+    cv = KFold(4)
+    reference = cross_validate(KNeighborsClassifier(3), X, Y, cv=cv)["test_score"]
+    grid = {"n_neighbors": [3]}
+    with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
+        direct = tree_cross_validate(KNeighborsClassifier(3), X, Y, cv=cv)
+    with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
+        search = TreeCVSearchCV(KNeighborsClassifier(), grid, cv=cv).fit(X, Y)
+    with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
+        value, attrs = _trial_value(KNeighborsClassifier(), X, Y, cv=cv, grid=grid)
+    assert direct["backend"] == attrs["backend"] == "standard"
+    assert_array_equal(direct["test_score"], reference)
+    assert_array_equal(_splits(search.cv_results_, 4), reference)
+    assert value == pytest.approx(reference.mean(), abs=1e-15)
