@@ -53,6 +53,8 @@ def test_equal_content_equal_digest():
     a = np.arange(12.0).reshape(3, 4)
     assert content_digest({"p": 2, "w": a}) == content_digest({"w": a.copy(), "p": 2})
     assert content_digest(np.float64(0.5)) == content_digest(0.5)
+    assert content_digest({3, "a", 1.5}) == content_digest({1.5, "a", 3})
+    assert content_digest({1, 2}) != content_digest([1, 2])
     assert content_digest(np.asfortranarray(a)) == content_digest(a)
     assert content_digest(sparse.csr_matrix(a)) == content_digest(sparse.csc_matrix(a))
     objects = np.array([None, "x", (1, 2)], dtype=object)

@@ -48,8 +48,8 @@ def content_digest(*parts) -> bytes:
         ``None``, bools, integers, floats, complex numbers, strings, bytes,
         NumPy scalars and arrays (object arrays element by element), SciPy
         sparse matrices (by their CSR parts), pandas objects (their values,
-        index and column names), and tuples, lists and dicts of these, nested
-        to any depth (dict items in a canonical order).
+        index and column names), and tuples, lists, sets and dicts of these, nested
+        to any depth (dict items and set elements in a canonical order).
 
     Returns
     -------
@@ -105,6 +105,8 @@ def _encode(h, value, memo) -> None:
             _encode(h, item, memo)
     elif isinstance(value, Mapping):
         _mapping(h, value, memo)
+    elif isinstance(value, set | frozenset):
+        _unordered(h, value, memo)
     elif isinstance(value, np.ndarray | np.generic) or sp.issparse(value):
         _array(h, np.asarray(value) if isinstance(value, np.generic) else value, memo)
     elif hasattr(value, "iloc") and hasattr(value, "to_numpy"):
@@ -138,6 +140,18 @@ def _mapping(h, value: Mapping, memo) -> None:
     for key_digest, item in items:
         h.update(key_digest)
         _encode(h, item, memo)
+
+
+def _unordered(h, value, memo) -> None:
+    """A set: its elements' digests in sorted order."""
+    digests = []
+    for item in value:
+        item_hash = hashlib.sha256()
+        _encode(item_hash, item, memo)
+        digests.append(item_hash.digest())
+    _tagged(h, b"S", len(digests).to_bytes(8, "little"))
+    for digest in sorted(digests):
+        h.update(digest)
 
 
 def _pandas(h, value, memo) -> None:

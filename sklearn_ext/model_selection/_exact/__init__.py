@@ -20,9 +20,5 @@ from sklearn_ext.model_selection._exact._backend import (
     exact_learners,
 )
 from sklearn_ext.model_selection._exact._cache import StatisticsCache
-from sklearn_ext.utils._data_scope import data_scope
-
-#: Kept for ``_search.py`` until its rewrite: the one scope of the floor.
-digest_scope = data_scope
 
 __all__ = ["ExactStatisticsBackend", "StatisticsCache", "exact_learners"]
