@@ -13,6 +13,7 @@ import threading
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.metrics import r2_score
 
@@ -40,6 +41,7 @@ class _NeighborStats:
 
     def __init__(self, estimator, X, chunks: _Chunks, depth: int) -> None:
         self.chunks = chunks
+        self.tie_window = _tie_window(estimator, X)
         self._search = _neighbor_search(estimator).fit(X)
         self._X = X
         self.depth = 0
@@ -82,6 +84,28 @@ class _NeighborStats:
     def __setstate__(self, state):
         vars(self).update(state)
         self._lock = threading.Lock()
+
+
+def _tie_window(estimator, X) -> float:
+    """How close two squared distances may be and still swap between searches.
+
+    Euclidean distances computed as ``|x|^2 + |y|^2 - 2 x.y`` (scikit-learn's
+    brute force) carry a rounding of about ``eps`` times the squared norms,
+    which depends on how the distance matrix is blocked (the rows searched,
+    ``n_jobs``): neighbours that close are treated as tied. Other metrics are
+    computed pair by pair, the same in every search: only equal ones tie.
+    """
+    metric = estimator.metric
+    if not (
+        metric in ("euclidean", "l2")
+        or (metric == "minkowski" and estimator.p == 2 and not estimator.metric_params)
+    ):
+        return 0.0
+    if sp.issparse(X):
+        squares = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    else:
+        squares = np.einsum("ij,ij->i", X, X)
+    return 64.0 * np.finfo(float).eps * float(np.max(squares, initial=0.0))
 
 
 def _neighbor_search(estimator):
@@ -190,8 +214,9 @@ class _Neighbors(_Family):
         indices = stats.indices[rows, :k]
         if stats.depth <= k:
             return distances, indices
+        last, after = stats.distances[rows, k - 1], stats.distances[rows, k]
         tied = (stats.indices[rows, k] >= 0) & (
-            stats.distances[rows, k - 1] == stats.distances[rows, k]
+            after * after - last * last <= stats.tie_window
         )
         if not tied.any():
             return distances, indices
