@@ -15,6 +15,7 @@ from sklearn_ext.svm import _kernel_store
 from sklearn_ext.svm._classes import as_alpha_seeded
 from sklearn_ext.svm._kernel_store import kernel_budget, resolve_kernel_dtype
 from sklearn_ext.svm._solver import SVMParams
+from sklearn_ext.utils import _memory
 
 N = 400
 
@@ -77,7 +78,8 @@ _UNDER_A_LIMIT = """
 import resource
 import numpy as np
 from sklearn_ext.svm import AlphaSeededSVC
-from sklearn_ext.svm._kernel_store import kernel_budget, memory_headroom
+from sklearn_ext.svm._kernel_store import kernel_budget
+from sklearn_ext.utils._memory import memory_headroom
 
 rng = np.random.RandomState(0)
 n = 6000  # a 275 MiB float64 kernel, 137 MiB in float32
@@ -154,16 +156,16 @@ def test_cgroup_headroom_reads_the_tightest_level(tmp_path, version):
     _write(base / "jobs" / usage, "400000\n")
     _write(base / "jobs" / "memory.stat", f"anon 300000\n{inactive} 100000\n")
     _write(tmp_path / "cgroup", proc)
-    left, name = _kernel_store.cgroup_headroom(str(tmp_path / "cgroup"), str(root))
+    left, name = _memory.cgroup_headroom(str(tmp_path / "cgroup"), str(root))
     assert left == 1000000 - (400000 - 100000)
     assert str(base / "jobs") in name
     _write(tmp_path / "none", "0::/\n")
-    assert _kernel_store.cgroup_headroom(str(tmp_path / "none"), str(root)) is None
+    assert _memory.cgroup_headroom(str(tmp_path / "none"), str(root)) is None
 
 
 def test_auto_budget_follows_the_headroom(monkeypatch):
     monkeypatch.setattr(
-        _kernel_store, "memory_headroom", lambda: (3.0 * 2**30, "RLIMIT_AS=...")
+        _memory, "memory_headroom", lambda: (3.0 * 2**30, "RLIMIT_AS=...")
     )
     assert kernel_budget("auto") == 1.5 * 2**30
     with pytest.raises(MemoryError, match=r"cache_size=8000.*RLIMIT_AS"):
@@ -185,11 +187,13 @@ def test_dense_seeding_blocks_are_checked_before_they_are_built(
     # Room for the store's 32 columns (100 kB), not for a block of the 360
     # shared rows with 40 added and 40 removed ones (350 kB).
     monkeypatch.setattr(
-        _kernel_store, "memory_headroom", lambda: (200_000.0, "RLIMIT_AS=...")
+        _memory, "memory_headroom", lambda: (200_000.0, "RLIMIT_AS=...")
     )
     model = AlphaSeededSVC(gamma=0.1, cache_size=0.1)
     kwargs = dict(cv=10, n_jobs=1, error_score="raise")
-    with pytest.raises(MemoryError, match=rf"kB.*seeding='sir'.*{seeding!r}"):
+    with pytest.raises(
+        MemoryError, match=rf"{seeding.upper()} seeding.*seeding='sir'.*{seeding!r}"
+    ):
         tree_cross_validate(
             model, X, y, method=AlphaSeedingBackend(seeding=seeding), **kwargs
         )

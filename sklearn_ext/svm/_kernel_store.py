@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import functools
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -19,16 +17,14 @@ from sklearn_ext._fast._smo import (
     gather_block,
     is_symmetric,
 )
+from sklearn_ext.utils import _memory
 from sklearn_ext.utils._threads import blas_limits, pool_limits
 
 __all__ = [
     "KernelStore",
     "available_threads",
-    "cgroup_headroom",
-    "check_allocation",
     "check_store_allocation",
     "kernel_budget",
-    "memory_headroom",
     "kernel_matrix",
     "resolve_kernel_dtype",
 ]
@@ -47,181 +43,26 @@ _NOT_FINITE = (
 # Sparse operands up to this many cells are densified: one dense GEMM beats a
 # sparse product whose result is dense anyway.
 _DENSIFY_CELLS = 2**25
-#: A cgroup "limit" at least this large means none (v1 writes 2**63 rounded down).
-_NO_LIMIT = 2.0**60
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as file:
-            return file.read()
-    except OSError:
-        return None
-
-
-def _fields(text: str | None, sep: str = " ") -> dict[str, str]:
-    """``name value`` (or ``name: value``) lines as a dict."""
-    out = {}
-    for line in (text or "").splitlines():
-        name, _, value = line.partition(sep)
-        out[name.strip()] = value.strip()
-    return out
-
-
-@functools.cache
-def _machine_total() -> float:
-    """The machine's memory in bytes."""
-    try:
-        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 8.0 * 2**30
-
-
-def _machine_available() -> float:
-    """What the machine has available (``MemAvailable``), in bytes."""
-    total = _machine_total()
-    info = _fields(_read("/proc/meminfo"), ":")
-    available = info.get("MemAvailable", "").split()
-    if available and available[0].isdigit():
-        return min(total, 1024.0 * float(available[0]))
-    return total
-
-
-def _rlimit_headroom() -> list[tuple[float, str]]:
-    """What the soft ``RLIMIT_AS`` / ``RLIMIT_DATA`` leave, and their names."""
-    try:
-        import resource
-    except ImportError:  # not on this platform
-        return []
-    status = None
-    out = []
-    for name, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
-        soft, _ = resource.getrlimit(getattr(resource, name))
-        if soft == resource.RLIM_INFINITY or soft < 0:
-            continue
-        if status is None:
-            status = _fields(_read("/proc/self/status"), ":")
-        used = status.get(field, "").split()
-        in_use = 1024.0 * float(used[0]) if used and used[0].isdigit() else 0.0
-        out.append((float(soft) - in_use, f"{name}={soft} bytes (ulimit)"))
-    return out
-
-
-@functools.cache
-def _limited_cgroups(proc_cgroup: str, root: str) -> tuple[tuple[str, ...], ...]:
-    """The memory cgroups of this process and their ancestors that set a limit.
-
-    Each as ``(folder, limit file, usage file, inactive-cache field)``: cgroup
-    v2 (``memory.max``, ``memory.current``) and v1 (``memory.limit_in_bytes``,
-    ``memory.usage_in_bytes``); the process's own cgroup, then each ancestor
-    up to the mount's root (in a cgroup namespace, the container's). Found
-    once per process; the limits and usages are read on every call.
-    """
-    levels = []
-    for line in (_read(proc_cgroup) or "").splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":
-            levels.append((root, path, "memory.max", "memory.current", "inactive_file"))
-        elif "memory" in controllers.split(","):
-            levels.append(
-                (
-                    os.path.join(root, "memory"),
-                    path,
-                    "memory.limit_in_bytes",
-                    "memory.usage_in_bytes",
-                    "total_inactive_file",
-                )
-            )
-    found = []
-    for base, path, limit_file, usage_file, inactive in levels:
-        parts = [p for p in path.split("/") if p]
-        for depth in range(len(parts), -1, -1):
-            where = os.path.join(base, *parts[:depth])
-            limit = (_read(os.path.join(where, limit_file)) or "").strip()
-            if limit.isdigit() and float(limit) < _NO_LIMIT:
-                found.append((where, limit_file, usage_file, inactive))
-    return tuple(found)
-
-
-def cgroup_headroom(
-    proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
-) -> tuple[float, str] | None:
-    """What this process's cgroups leave below their memory limits.
-
-    The limit less the usage of each limited level (:func:`_limited_cgroups`),
-    less its inactive file cache, which the kernel reclaims before it kills;
-    the tightest level binds. ``None`` without a memory limit. The usage
-    counts every process of the cgroup: other workers' memory is taken off.
-    """
-    best = None
-    for where, limit_file, usage_file, inactive in _limited_cgroups(proc_cgroup, root):
-        limit = (_read(os.path.join(where, limit_file)) or "").strip()
-        if not limit.isdigit():
-            continue
-        usage = (_read(os.path.join(where, usage_file)) or "0").strip()
-        used = float(usage) if usage.isdigit() else 0.0
-        cache = _fields(_read(os.path.join(where, "memory.stat"))).get(inactive, "0")
-        used -= float(cache) if cache.isdigit() else 0.0
-        left = float(limit) - max(used, 0.0)
-        if best is None or left < best[0]:
-            best = (left, f"the cgroup limit {limit} bytes of {where}")
-    return best
-
-
-def memory_headroom() -> tuple[float, str]:
-    """Bytes this process may still allocate, and the limit that binds.
-
-    The least of the machine's available memory (``MemAvailable``: what other
-    processes use is taken off), what the soft ``RLIMIT_AS`` and
-    ``RLIMIT_DATA`` leave (``ulimit -v`` / ``-d``, less this process's
-    virtual / data size) and what its cgroup leaves (:func:`cgroup_headroom`).
-    """
-    candidates = [(_machine_available(), "the machine's available memory")]
-    candidates += _rlimit_headroom()
-    in_cgroup = cgroup_headroom()
-    if in_cgroup is not None:
-        candidates.append(in_cgroup)
-    left, name = min(candidates, key=lambda item: item[0])
-    return max(left, 0.0), name
 
 
 def _memory_bytes() -> float:
-    """The memory ``cache_size="auto"`` is a share of: the machine's, or less.
+    """The memory ``cache_size="auto"`` is a share of.
 
-    What this process may still allocate (:func:`memory_headroom`), read anew
-    on every call (a kernel kept by an earlier fit, other workers of the
-    cgroup, a ``ulimit`` all lower it), and never more than the machine has.
+    What this process may still allocate, read anew on every call
+    (:func:`sklearn_ext.utils._memory.memory_headroom`: the machine's
+    available memory, its ``ulimit``, its cgroups): a kernel kept by an
+    earlier fit, other workers of the cgroup, a ``ulimit`` all lower it.
     """
-    return memory_headroom()[0]
-
-
-def check_allocation(n_bytes: float, what: str, advice: str) -> None:
-    """Refuse, before it is made, an allocation this process cannot make.
-
-    A ``MemoryError`` saying what needs ``n_bytes`` and ``advice`` (which
-    parameter to change) when they exceed :func:`memory_headroom`: a clear
-    error instead of a failed ``malloc`` deep in the work, or the kernel's
-    OOM killer under a cgroup limit.
-    """
-    left, limit = memory_headroom()
-    if n_bytes > left:
-        raise MemoryError(
-            f"{what} needs {_size(n_bytes)}, but this process may allocate only "
-            f"{_size(left)} more ({limit}). {advice}"
-        )
-
-
-def _size(n_bytes: float) -> str:
-    """``n_bytes`` in the largest unit that keeps a number >= 1."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("kB", 2**10)):
-        if n_bytes >= scale:
-            return f"{n_bytes / scale:.2f} {unit}"
-    return f"{n_bytes:.0f} bytes"
+    return _memory.memory_headroom()[0]
 
 
 def check_store_allocation(n_bytes: float, cache_size, what: str) -> None:
-    """:func:`check_allocation` of the kernel store, naming ``cache_size``."""
-    check_allocation(
+    """Refuse, before it is made, a kernel store this process cannot hold.
+
+    :func:`~sklearn_ext.utils._memory.check_allocation`, with a message that
+    names ``cache_size``, the budget the allocation came from.
+    """
+    _memory.check_allocation(
         n_bytes,
         f"The kernel store ({what} within cache_size={cache_size!r})",
         "Lower cache_size (it changes the speed, never the model) or pass "
@@ -249,7 +90,7 @@ def kernel_budget(cache_size) -> float:
 
     ``"auto"`` is :data:`AUTO_MEMORY_FRACTION` of the memory this process may
     still allocate (its limits read anew: the machine's available memory, the
-    ``ulimit``, the cgroup; see :func:`memory_headroom`), so that the whole
+    ``ulimit``, the cgroup; see :func:`_memory_bytes`), so that the whole
     kernel matrix is kept whenever it fits (the fast path) and bounded
     columns are used otherwise; a number is megabytes, as ``SVC``'s
     ``cache_size``.
@@ -382,7 +223,7 @@ class KernelStore:
         Memory budget in megabytes; ``"auto"`` is half the memory this process
         may still allocate (see :func:`kernel_budget`). The store's allocation
         is checked against the process's limits before it is made
-        (:func:`check_allocation`).
+        (:func:`check_store_allocation`).
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Precision of the stored matrix.
 

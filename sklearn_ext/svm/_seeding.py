@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from sklearn_ext._fast._smo import seed_gradient, sir_alphas, split_rows
-from sklearn_ext.svm._kernel_store import check_allocation
 from sklearn_ext.svm._solver import PairProblem, repair_equality
+from sklearn_ext.utils._memory import check_allocation
 from sklearn_ext.utils._threads import blas_limits
 
 __all__ = ["SEEDINGS", "seed_pair"]
