@@ -311,6 +311,9 @@ class TreeCVObjective:
             _write_attrs(trial, {**details, **extra})
             raise
         details = _details(table, resolved, time.perf_counter() - tic)
+        gap = self.core_.note_regime(resolved, _split_scores(details))
+        if gap is not None:
+            details["regime_gap"] = gap.as_dict()
         _write_attrs(trial, {**details, **extra})
         publish = getattr(resolved.store, "publish", None)
         if publish is not None:
@@ -568,6 +571,16 @@ def _check_arguments(backend, report, scoring, fit_params) -> None:
             "The 'fit_params' parameter of TreeCVObjective must be a dict or "
             f"None. Got {fit_params!r} instead."
         )
+
+
+def _split_scores(details: dict[str, Any]) -> dict[int, float]:
+    """Split index -> test score, from a trial's details."""
+    prefix, suffix = "split", "_test_score"
+    return {
+        int(key[len(prefix) : -len(suffix)]): float(value)
+        for key, value in details.items()
+        if key.startswith(prefix) and key.endswith(suffix)
+    }
 
 
 def _write_attrs(trial: BaseTrial, details: dict[str, Any]) -> None:

@@ -214,7 +214,8 @@ def test_extras_are_declared_and_come_out_as_columns(case):
             value = result[name][leaf.split]
             assert np.array_equal(np.asarray(value), np.asarray(leaf.extras[name]))
     base = {"test_score", "fit_time", "score_time", "n_samples_fed", "backend"}
-    assert set(result) == base | names
+    # A tree scoring one pass of a learner whose fit differs adds the gap.
+    assert set(result) - {"regime_gap"} == base | names
 
 
 def test_return_estimator_gives_fitted_fold_models(case):

@@ -30,8 +30,10 @@ from sklearn_ext.model_selection._backends import (
     CVTask,
     LeafResult,
     LeafTable,
+    StandardBackend,
 )
 from sklearn_ext.model_selection._choice import resolve_backend
+from sklearn_ext.model_selection._gap import RegimeGap, measure_gap
 from sklearn_ext.model_selection._plan import FoldPlan, check_training_rows
 from sklearn_ext.model_selection._regime import (
     fit_is_one_pass,
@@ -200,6 +202,9 @@ class RunCore:
         self.store = store
         self.refit_ = refit
         self._stores: dict[type, Any] = {}
+        self._gap_tried = False
+        #: The regime gap measured by :meth:`note_regime`, or None.
+        self.gap_: RegimeGap | None = None
         self._said: set = set()
         self.memo: dict = {}
         if store is not None and store is not False:
@@ -221,9 +226,33 @@ class RunCore:
         scored, regime = scored_estimator(
             estimator, backend, classes=self.classes, X=self.X
         )
-        if regime == "one_pass" and not fit_is_one_pass(estimator):
-            self.say(lambda: warn_about_regime(estimator, refit=self.refit_))
         return Resolved(estimator, backend, scored, regime, store, session)
+
+    def note_regime(self, resolved: Resolved, tree_scores) -> RegimeGap | None:
+        """Say the regime note once, with the gap measured once.
+
+        When ``resolved`` scores one pass of a learner whose own ``fit``
+        trains differently, the first call measures that ``fit`` on the first
+        splits against ``tree_scores`` (split index -> the tree's score of the
+        first metric) and says the :class:`TreeCVRegimeWarning` with the
+        numbers; later calls say nothing. Returns the gap when this call
+        measured it.
+        """
+        if resolved.scores_own_fit or self._gap_tried:
+            return None
+        self._gap_tried = True
+        estimator = resolved.estimator
+        resolved_fit = Resolved(estimator, StandardBackend(), estimator, "fit")
+        task = self.task(resolved_fit, self.plan)
+        task.error_score = np.nan
+        try:
+            with data_scope(self.memo):
+                gap = measure_gap(task, estimator, tree_scores, task.names[0])
+        except Exception:  # noqa: BLE001 - the note goes out without a number
+            gap = None
+        self.gap_ = gap
+        self.say(lambda: warn_about_regime(estimator, refit=self.refit_, gap=gap))
+        return gap
 
     def store_of(self, estimator):
         """The store the runs of ``estimator`` share, or ``None``."""

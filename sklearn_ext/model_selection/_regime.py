@@ -165,10 +165,12 @@ def _fit_differences(estimator) -> str:
     return "makes " + ", ".join(parts)
 
 
-def warn_about_regime(estimator, *, refit: bool, stacklevel: int = 3) -> None:
+def warn_about_regime(estimator, *, refit: bool, gap=None, stacklevel: int = 3) -> None:
     """Say once, in plain words, that TreeCV scores a pass that ``fit`` does not.
 
-    Nothing is said for a learner whose ``fit`` is one ordered pass.
+    Nothing is said for a learner whose ``fit`` is one ordered pass. ``gap``
+    (a :class:`~sklearn_ext.model_selection._gap.RegimeGap`) adds how far the
+    learner's own ``fit`` was from the tree's models on the same folds.
     """
     if fit_is_one_pass(estimator):
         return
@@ -179,10 +181,12 @@ def warn_about_regime(estimator, *, refit: bool, stacklevel: int = 3) -> None:
         if refit
         else f"A model trained by {name}.fit would differ from the ones scored."
     )
+    measured = "" if gap is None else " " + gap.words(name)
     warnings.warn(
         f"TreeCV scores {name} after one ordered pass of partial_fit over each "
-        f"fold's training rows, while {name}.fit {_fit_differences(estimator)}. "
-        f"{returned} Pass method='standard' to score {name}.fit instead.",
+        f"fold's training rows, while {name}.fit {_fit_differences(estimator)}."
+        f"{measured} {returned} Pass method='standard' to score {name}.fit "
+        "instead (k fits), or configure the learner for one ordered pass.",
         TreeCVRegimeWarning,
         stacklevel=stacklevel,
     )

@@ -123,6 +123,12 @@ class TreeCVSearchCV(BaseSearchCV):
     best_estimator_ : estimator
         The best candidate refit on all data (if ``refit``), trained the way
         its folds were scored (see above).
+    regime_gap_ : dict or None
+        When the tree scored one pass of a learner whose own ``fit`` trains
+        differently: that ``fit`` measured against the tree's models of the
+        best candidate on its first two splits (``gap``, ``fit_score``,
+        ``tree_score``, ``splits``, ``metric``; see "What TreeCV scores" in the
+        user guide). ``None`` otherwise.
     best_score_ : float
         Mean CV score of the best candidate (not with a callable ``refit``).
     best_params_ : dict
@@ -340,6 +346,7 @@ class TreeCVSearchCV(BaseSearchCV):
                 ]
             self.best_params_ = results["params"][self.best_index_]
 
+        self.regime_gap_ = self._note_regime(core, runs, results, refit_metric)
         if self.refit:
             tic = time.time()
             model = core.refit(runs[self.best_index_], X, y)
@@ -354,6 +361,19 @@ class TreeCVSearchCV(BaseSearchCV):
             self.scorer_ = scorers
         self.cv_results_ = results
         return self
+
+    def _note_regime(self, core: RunCore, runs, results, refit_metric):
+        """The regime note, with the gap of the best candidate (or the first)."""
+        index = getattr(self, "best_index_", 0)
+        metric = refit_metric if isinstance(refit_metric, str) else "score"
+        key = f"split{{}}_test_{metric}"
+        if key.format(0) not in results:
+            return None
+        scores = {
+            i: float(results[key.format(i)][index]) for i in range(core.plan.n_splits)
+        }
+        gap = core.note_regime(runs[index], scores)
+        return None if gap is None else gap.as_dict()
 
     def _candidate_evaluator(self, core: RunCore, runs: list[Resolved]):
         """``evaluate_candidates`` of ``_run_search``, on the one core.

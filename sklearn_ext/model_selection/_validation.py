@@ -185,7 +185,10 @@ def tree_cross_validate(
         ``warm_start_hits`` and ``warm_start_skips`` for ``alpha_seeding``).
         Every array is in split order. For the tree, ``fit_time[i]`` is the
         training time spent since the previous leaf, so the array sums to the
-        total.
+        total. ``regime_gap`` (a dict: ``gap``, ``fit_score``, ``tree_score``,
+        ``splits``, ``metric``) when a tree scored one pass of a learner whose
+        own ``fit`` trains differently: that ``fit`` measured on the first two
+        splits against the tree's models of the same splits.
 
     See Also
     --------
@@ -229,6 +232,9 @@ def tree_cross_validate(
         resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
     )
     result = _aggregate(table, resolved.backend.name, error_score)
+    gap = core.note_regime(resolved, _first_scores(table))
+    if gap is not None:
+        result["regime_gap"] = gap.as_dict()
     names = _feature_names(X)
     if return_estimator and names is not None and not resolved.backend.data_as_given:
         for model in result["estimator"]:
@@ -283,6 +289,21 @@ def _aggregate(table: LeafTable, backend: str, error_score) -> dict[str, Any]:
     for name, values in table.extras.items():
         result[name] = _column(values)
     return result
+
+
+def _first_scores(table: LeafTable) -> dict[int, float]:
+    """Split index -> score of the first metric, for the folds that were fit."""
+    name = next(iter(table.scores), None)
+    if name is None:
+        return {}
+    errors = table.fit_error or [None] * len(table)
+    return {
+        int(split): float(score)
+        for split, score, error in zip(
+            table.split, table.scores[name], errors, strict=True
+        )
+        if error is None
+    }
 
 
 def _column(values: list):

@@ -1,0 +1,95 @@
+"""The regime gap: the learner's own fit against the tree's one pass, measured.
+
+Measured once per call, search or study on the first splits, paired with the
+tree's models of the same splits; told in the regime note and recorded with the
+results. It must be close to the true gap (``cross_validate`` of the learner's
+``fit`` on the same folds minus the tree's mean).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution
+from sklearn.datasets import load_digits
+from sklearn.linear_model import Perceptron, SGDClassifier
+from sklearn.model_selection import cross_validate
+
+from optuna_treecv import TreeCVObjective
+from sklearn_ext import (
+    PegasosClassifier,
+    TreeCVSearchCV,
+    TreeCVSplitter,
+    tree_cross_validate,
+)
+from sklearn_ext.model_selection import TreeCVRegimeWarning
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits(return_X_y=True)
+
+
+@pytest.mark.parametrize(
+    "learner", [SGDClassifier(random_state=0), Perceptron(random_state=0)], ids=str
+)
+def test_the_reported_gap_is_close_to_the_true_gap(digits, learner):
+    X, y = digits
+    cv = TreeCVSplitter(10)
+    with pytest.warns(TreeCVRegimeWarning, match=r"Measured on splits 0 and 1"):
+        tree = tree_cross_validate(learner, X, y, cv=cv)
+    own = cross_validate(learner, X, y, cv=cv)["test_score"]
+    gap = tree["regime_gap"]
+    assert gap["splits"] == [0, 1]
+    assert gap["fit_score"] == pytest.approx(own[:2].mean(), abs=1e-12)
+    assert gap["tree_score"] == pytest.approx(tree["test_score"][:2].mean())
+    true_gap = own.mean() - tree["test_score"].mean()
+    assert abs(gap["gap"] - true_gap) < 0.02
+
+
+def test_no_gap_where_the_tree_is_the_learners_fit(digits):
+    X, y = digits
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVRegimeWarning)
+        result = tree_cross_validate(PegasosClassifier(), X, y, cv=5)
+        one_pass = SGDClassifier(max_iter=1, tol=None, shuffle=False)
+        standard = tree_cross_validate(SGDClassifier(), X, y, cv=5, method="standard")
+        tree_cross_validate(one_pass, X, y, cv=5)
+    assert "regime_gap" not in result and "regime_gap" not in standard
+
+
+def test_the_search_measures_its_best_candidate_once(digits, monkeypatch):
+    from sklearn_ext.model_selection import _core
+
+    X, y = digits
+    calls = []
+    measure = _core.measure_gap
+    monkeypatch.setattr(_core, "measure_gap", lambda *a: calls.append(1) or measure(*a))
+    grid = {"alpha": [1e-4, 1e-3, 1e-2]}
+    with pytest.warns(TreeCVRegimeWarning, match="Measured on splits"):
+        search = TreeCVSearchCV(SGDClassifier(random_state=0), grid, cv=5).fit(X, y)
+    assert len(calls) == 1
+    gap = search.regime_gap_
+    best = search.best_index_
+    tree = [search.cv_results_[f"split{i}_test_score"][best] for i in (0, 1)]
+    assert gap["tree_score"] == pytest.approx(np.mean(tree))
+    plain = TreeCVSearchCV(PegasosClassifier(), {"alpha": [1e-4]}, cv=5).fit(X, y)
+    assert plain.regime_gap_ is None
+
+
+def test_a_study_measures_once_and_records_it(digits):
+    X, y = digits
+    space = {"alpha": CategoricalDistribution([1e-4, 1e-3, 1e-2])}
+    objective = TreeCVObjective(SGDClassifier(random_state=0), space, X, y, cv=5)
+    study = optuna.create_study(direction="maximize")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        study.optimize(objective, n_trials=4)
+    notes = [w for w in caught if w.category is TreeCVRegimeWarning]
+    assert len(notes) == 1 and "Measured on splits" in str(notes[0].message)
+    measured = [t for t in study.trials if "regime_gap" in t.user_attrs["cv"]]
+    assert len(measured) == 1
+    assert objective.core_.gap_.gap == measured[0].user_attrs["cv"]["regime_gap"]["gap"]
