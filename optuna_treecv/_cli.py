@@ -33,6 +33,15 @@ DEFAULT_STORAGE = "sqlite:///optuna-treecv.db"
 DEFAULT_HEARTBEAT = 60
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
+#: Seconds of standard CV that ``cv`` runs without --force-standard.
+STANDARD_LIMIT = 3600
+#: Seconds of standard CV, estimated from TreeCV's rows, above which ``cv``
+#: times its first folds before running it.
+PROBE_ABOVE = 60.0
+#: Folds (at most) and seconds (about) that time standard CV's first folds.
+PROBE_FOLDS, PROBE_SECONDS = 3, 5.0
+#: Seconds between two progress lines within a trial.
+PROGRESS_EVERY = 5.0
 PRUNERS = (
     "none",
     "median",
@@ -123,7 +132,14 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--backend", default="auto", help="CV backend: auto, treecv, standard"
     )
-    tune.add_argument("--no-progress-bar", dest="progress_bar", action="store_false")
+    tune.add_argument(
+        "--no-progress-bar",
+        dest="progress_bar",
+        action="store_false",
+        help="no progress bar over the trials, and no progress lines within a "
+        "trial (shown on stderr every few seconds while a long trial runs: "
+        "folds scored, rows fed)",
+    )
     tune.add_argument(
         "--save-model",
         metavar="PATH",
@@ -140,6 +156,20 @@ def _parser() -> argparse.ArgumentParser:
 
     cv = sub.add_parser("cv", help="one CV score: TreeCV next to standard CV")
     common(cv)
+    standard = cv.add_mutually_exclusive_group()
+    standard.add_argument(
+        "--no-standard",
+        dest="standard",
+        action="store_false",
+        help="skip the standard CV run (TreeCV only)",
+    )
+    standard.add_argument(
+        "--force-standard",
+        action="store_true",
+        help="run standard CV even when it is estimated to take more than "
+        f"{STANDARD_LIMIT // 3600} hour (by default it is then skipped, with "
+        "the estimate: the time of its first folds, extrapolated)",
+    )
     return parser
 
 
@@ -317,6 +347,7 @@ def _tune(args) -> int:
             report=report,
             n_jobs=args.n_jobs,
             random_state=args.seed,
+            progress=_TrialProgress() if args.progress_bar else None,
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise CLIError(" ".join(str(exc).split())) from None
@@ -415,6 +446,39 @@ def _tune(args) -> int:
     elapsed = time.perf_counter() - tic
     code = _summarize(args, objective, study, n_before, elapsed, errors, interrupted)
     return EXIT_INTERRUPTED if interrupted else code
+
+
+class _TrialProgress:
+    """Progress lines within a long trial, on stderr, every few seconds.
+
+    The objective calls it about once a second while a trial's CV runs; a
+    line is printed when :data:`PROGRESS_EVERY` seconds have passed since the
+    trial's last one (through tqdm, so that Optuna's progress bar stays whole).
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[int, float] = {}
+
+    def __call__(self, trial, done: int, n_splits: int, n_samples_fed: int) -> None:
+        now = time.monotonic()
+        number = int(trial.number)
+        if number not in self.last:
+            # The first call comes a second into the trial: the first line
+            # comes PROGRESS_EVERY seconds into it, none for a short trial.
+            self.last = {number: now - 1.0}  # One trial at a time.
+        if now - self.last[number] < PROGRESS_EVERY:
+            return
+        self.last[number] = now
+        line = (
+            f"  trial #{number}: {done:,} of {n_splits:,} folds scored, "
+            f"{n_samples_fed:,} rows fed"
+        )
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(line, file=sys.stderr)
+        except ImportError:  # pragma: no cover - Optuna depends on tqdm
+            print(line, file=sys.stderr, flush=True)
 
 
 def _say_once(caught, said: dict) -> None:
@@ -548,7 +612,8 @@ def _final_model(args, objective, study) -> None:
         raise CLIError(f"cannot save the model to {args.save_model!r}: {exc}") from None
     print(
         f"Saved to {args.save_model}: model = joblib.load({args.save_model!r}); "
-        "model.optuna_trial_ is the trial."
+        "model.optuna_trial_ records its trial (number, params, value, regime, "
+        "backend; .trial(study) reads the whole trial)."
     )
 
 
@@ -563,10 +628,8 @@ def _regime_words(model) -> str:
             f"batches of {model.batch_size} rows (a TreeCVEstimator around {inner}, "
             f"not {inner}.fit)"
         )
-    from optuna_treecv._refit import _scored_regime
-
     name = type(model).__name__
-    if _scored_regime(model.optuna_trial_) == "one_pass":
+    if model.optuna_trial_.regime == "one_pass":
         return f"trained as the trials scored it: {name}.fit, one ordered pass"
     return f"trained as the trials scored it: {name}.fit"
 
@@ -662,45 +725,24 @@ def _speedup(standard: float, tree: float) -> str:
 
 
 def _cv(args) -> int:
-    from sklearn_ext.model_selection import TreeCVFallbackWarning
-
     estimator, _, X, y = _setup(args)
-    rows = []
-    for method in ("auto", "standard"):
-        tic = time.perf_counter()
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", TreeCVFallbackWarning)  # said below
-                result = _tree_cv(args, estimator, X, y, method)
-        except (TypeError, ValueError, AttributeError) as exc:
-            # AttributeError: e.g. a scoring that needs predict_proba.
-            raise CLIError(" ".join(str(exc).split())) from None
-        wall = time.perf_counter() - tic
-        scores = next(v for k, v in result.items() if k.startswith("test_"))
-        rows.append((result["backend"], scores, result["n_samples_fed"], wall))
-        if result["backend"] == "standard":
-            reasons = [
-                match.group(1)
-                for w in caught
-                if w.category is TreeCVFallbackWarning
-                and (
-                    match := re.search(
-                        r"cannot run \w+ \((.*)\); method=", str(w.message)
-                    )
-                )
-            ]
-            why = f" ({reasons[0]})" if reasons else ""
-            print(
-                f"No fast backend runs {type(estimator).__name__}{why}: standard CV "
-                "only."
-            )
-            break
+    rows = [_cv_row(args, estimator, X, y, "auto")]
+    note = None
+    if rows[0][0] == "standard":
+        print(rows[0][4])
+    elif not args.standard:
+        note = "Standard CV not run (--no-standard)."
+    else:
+        if not args.force_standard:
+            note = _standard_too_long(args, estimator, X, y, rows[0])
+        if note is None:
+            rows.append(_cv_row(args, estimator, X, y, "standard"))
     print(
         f"{type(estimator).__name__} on {args.dataset} ({X.shape[0]} x "
         f"{X.shape[1]}), {args.cv}-fold CV, scoring={args.scoring or 'score'}"
     )
     print(f"{'backend':<12} {'mean':>8} {'std':>8} {'rows fed':>12} {'time (s)':>9}")
-    for backend, scores, fed, wall in rows:
+    for backend, scores, fed, wall, _ in rows:
         print(
             f"{backend:<12} {np.mean(scores):>8.4f} {np.std(scores):>8.4f} "
             f"{fed:>12,} {wall:>9.3f}"
@@ -709,10 +751,98 @@ def _cv(args) -> int:
         print(
             f"{rows[0][0]} is {rows[1][3] / rows[0][3]:.1f}x faster than standard CV."
         )
+    if note:
+        print(note)
     return 0
 
 
-def _tree_cv(args, estimator, X, y, method):
+def _cv_row(args, estimator, X, y, method) -> tuple:
+    """One CV run of ``cv``: backend, fold scores, rows fed, wall time, and
+    what was said when no fast backend runs the learner."""
+    from sklearn_ext.model_selection import TreeCVFallbackWarning
+
+    tic = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TreeCVFallbackWarning)  # said below
+            result = _tree_cv(args, estimator, X, y, method)
+    except (TypeError, ValueError, AttributeError) as exc:
+        # AttributeError: e.g. a scoring that needs predict_proba.
+        raise CLIError(" ".join(str(exc).split())) from None
+    wall = time.perf_counter() - tic
+    scores = next(v for k, v in result.items() if k.startswith("test_"))
+    said = ""
+    if method != "standard" and result["backend"] == "standard":
+        reasons = [
+            match.group(1)
+            for w in caught
+            if w.category is TreeCVFallbackWarning
+            and (
+                match := re.search(r"cannot run \w+ \((.*)\); method=", str(w.message))
+            )
+        ]
+        why = f" ({reasons[0]})" if reasons else ""
+        said = (
+            f"No fast backend runs {type(estimator).__name__}{why}: standard CV only."
+        )
+    return result["backend"], scores, result["n_samples_fed"], wall, said
+
+
+class _EnoughFolds(Exception):
+    """Raised by the leaf callback that times standard CV's first folds."""
+
+
+def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
+    """Why standard CV is not run, or ``None`` when it takes at most an hour.
+
+    A rough estimate first, from TreeCV's wall time per row fed and the
+    ``n (k - 1)`` rows standard CV feeds; when that exceeds
+    :data:`PROBE_ABOVE`, standard CV's first folds are timed (fitting and
+    scoring) and extrapolated to the ``k`` folds.
+    """
+    _, _, fed, wall, _ = tree_row
+    rough = wall * X.shape[0] * (args.cv - 1) / max(int(fed), 1)
+    if rough <= PROBE_ABOVE:
+        return None
+    spent: list[float] = []
+    start = time.perf_counter()
+
+    def enough(leaf) -> None:
+        spent.append(float(leaf.fit_time) + float(leaf.score_time))
+        if len(spent) >= PROBE_FOLDS or time.perf_counter() - start > PROBE_SECONDS:
+            raise _EnoughFolds
+
+    try:
+        _tree_cv(args, estimator, X, y, "standard", leaf_callback=enough)
+    except _EnoughFolds:
+        pass
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise CLIError(" ".join(str(exc).split())) from None
+    if not spent:
+        return None
+    estimate = sum(spent) / len(spent) * args.cv
+    if estimate <= STANDARD_LIMIT:
+        return None
+    return (
+        f"Standard CV not run: it would take about {_duration(estimate)} (its "
+        f"first {len(spent)} folds took {sum(spent):.2f} s fitting and scoring, "
+        f"x {args.cv:,} folds). --force-standard runs it anyway; --no-standard "
+        "skips it without timing."
+    )
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in the unit a reader compares: s, min, h or days."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _tree_cv(args, estimator, X, y, method, leaf_callback=None):
     from sklearn_ext import tree_cross_validate
 
     return tree_cross_validate(
@@ -724,6 +854,7 @@ def _tree_cv(args, estimator, X, y, method):
         method=method,
         n_jobs=args.n_jobs,
         error_score="raise",
+        leaf_callback=leaf_callback,
     )
 
 

@@ -24,6 +24,7 @@ from optuna.pruners import NopPruner, WilcoxonPruner
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
+from optuna_treecv._fold_scores import scores_layout
 from sklearn_ext.model_selection import Backend, FoldPlan
 from sklearn_ext.model_selection._backends import LeafTable, summarize_extras
 from sklearn_ext.model_selection._choice import METHODS
@@ -38,6 +39,12 @@ __all__ = ["TreeCVObjective", "REPORTS", "StudyIdentityError", "suggest_params"]
 
 #: What ``TreeCVObjective`` reports after each leaf.
 REPORTS = ("running_mean", "per_fold", None)
+#: The default bound on a trial's reports to the pruner, whatever ``k``.
+MAX_REPORTS = 32
+#: The first of the spaced reports comes after ``k // FIRST_REPORT`` folds.
+FIRST_REPORT = 1024
+#: Seconds between two calls of a ``progress`` callback within a trial.
+PROGRESS_INTERVAL = 1.0
 #: The one user attribute holding a trial's per-fold details.
 CV_ATTR = "cv"
 #: The summary attributes kept as attributes of their own (dashboard columns,
@@ -104,10 +111,24 @@ class TreeCVObjective:
         ``"running_mean"`` reports the mean score of the folds done so far at
         ``step = leaves done - 1``, for pruners comparing learning curves
         (:class:`~optuna.pruners.MedianPruner`, ``PercentilePruner``,
-        ``SuccessiveHalvingPruner``...). ``"per_fold"`` reports each fold's own
-        score with ``step`` = the fold index and visits the leaves in a shuffled
+        ``SuccessiveHalvingPruner``...): after every fold up to
+        ``max_reports`` folds; beyond, at ``max_reports`` fold counts spaced
+        geometrically from ``k // 1024`` (at least 1) to ``k``, the same
+        counts in every trial. ``"per_fold"`` reports each fold's own score
+        with ``step`` = the fold index and visits the leaves in a shuffled
         order drawn per trial, as :class:`~optuna.pruners.WilcoxonPruner`
-        expects. ``None`` reports nothing. Multi-objective studies never report.
+        expects: every fold up to ``max_reports`` folds; beyond, a fixed
+        sample of ``max_reports`` evenly spaced folds (splits
+        ``round(j (k - 1) / (max_reports - 1))``), the same in every trial,
+        visited first in a shuffled order, the other folds after them.
+        ``None`` reports nothing. Multi-objective studies never report.
+    max_reports : int, default=32
+        The most reports a trial makes (each is a storage write and a pruning
+        decision), whatever the number of folds ``k``; see ``report``.
+    progress : callable, default=None
+        Called as ``progress(trial, n_folds_done, n_splits, n_samples_fed)``
+        about once a second while a trial's CV runs (the command line shows
+        it for long trials); never when a trial takes less than a second.
     n_jobs : int, default=None
         Workers of each CV run (subtrees or folds), see
         :func:`~sklearn_ext.tree_cross_validate`. Use ``optimize(n_jobs=...)``
@@ -224,9 +245,23 @@ class TreeCVObjective:
         random_state=None,
         fit_params: Mapping[str, Any] | None = None,
         warm_start_store=None,
+        max_reports: int = MAX_REPORTS,
+        progress: Callable[..., None] | None = None,
     ) -> None:
         _check_params_spec(params, estimator)
         _check_arguments(backend, report, scoring, fit_params)
+        if not isinstance(max_reports, numbers.Integral) or max_reports < 2:
+            raise ValueError(
+                "The 'max_reports' parameter of TreeCVObjective must be an int "
+                f"in the range [2, inf). Got {max_reports!r} instead."
+            )
+        if progress is not None and not callable(progress):
+            raise TypeError(
+                "The 'progress' parameter of TreeCVObjective must be a callable "
+                f"or None. Got {progress!r} instead."
+            )
+        self.max_reports = int(max_reports)
+        self.progress = progress
         self.estimator = estimator
         self.params = params
         self.cv = cv
@@ -266,6 +301,9 @@ class TreeCVObjective:
             ) from None
         self.X, self.y = self.core_.X, self.core_.y
         self.fold_plan_: FoldPlan = self.core_.plan
+        k = self.fold_plan_.n_splits
+        self.report_counts_ = report_counts(k, self.max_reports)
+        self.reported_folds_ = reported_folds(k, self.max_reports)
         self._warned_wilcoxon = False
         self._identity: dict[str, Any] | None = None
         self._checked_studies: weakref.WeakSet = weakref.WeakSet()
@@ -295,14 +333,16 @@ class TreeCVObjective:
         extra: dict[str, Any] = {}
         if report == "per_fold":
             rng = np.random.default_rng([self._seed, int(trial.number)])
-            folds = rng.permutation(plan.n_splits)
-            extra["fold_order"] = [int(f) for f in folds]
-            plan = plan.reordered(folds)
+            # The reported folds first, in an order of this trial's own.
+            first = rng.permutation(self.reported_folds_)
+            rest = np.setdiff1d(np.arange(plan.n_splits), first)
+            extra["fold_order"] = [int(f) for f in first]
+            plan = plan.reordered(np.concatenate([first, rest]))
         if isinstance(getattr(study, "pruner", None), NopPruner):
             # Nothing would read the reports (the fold scores go into the "cv"
             # attribute): no storage writes for them, the same decisions.
             report = None
-        progress = _Progress(trial, plan.n_splits, report)
+        progress = _Progress(trial, plan.n_splits, report, self)
         tic = time.perf_counter()
         try:
             table = self.core_.run(resolved, plan=plan, leaf_callback=progress)
@@ -474,46 +514,116 @@ class TreeCVObjective:
         )
 
 
-class _Progress:
-    """The leaf callback: report to the trial, prune, keep what was done."""
+def report_counts(n_splits: int, max_reports: int = MAX_REPORTS) -> np.ndarray:
+    """The numbers of finished folds at which ``report="running_mean"`` reports.
 
-    def __init__(self, trial: BaseTrial, n_splits: int, report: str | None):
+    Every count up to ``max_reports`` folds. Beyond, at most ``max_reports``
+    counts spaced geometrically from ``n_splits // 1024`` (at least 1) to
+    ``n_splits``: the tree has fed about ``n`` rows before its first leaf
+    whatever ``k`` is, so a first report after a thousandth of the folds costs
+    little more than one after a single fold, and its mean is no longer the
+    noise of one left-out row.
+
+    Examples
+    --------
+    >>> from optuna_treecv._objective import report_counts
+    >>> report_counts(5).tolist()
+    [1, 2, 3, 4, 5]
+    >>> counts = report_counts(581_012)
+    >>> len(counts) <= 32, int(counts[0]), int(counts[-1])
+    (True, 567, 581012)
+    """
+    if n_splits <= max_reports:
+        return np.arange(1, n_splits + 1)
+    first = max(1, n_splits // FIRST_REPORT)
+    counts = np.geomspace(first, n_splits, max_reports).round().astype(np.int64)
+    return np.unique(np.clip(counts, 1, n_splits))
+
+
+def reported_folds(n_splits: int, max_reports: int = MAX_REPORTS) -> np.ndarray:
+    """The folds whose own scores ``report="per_fold"`` reports (split indices).
+
+    All of them up to ``max_reports`` folds; beyond, ``max_reports`` evenly
+    spaced ones, the same in every trial and every worker.
+
+    Examples
+    --------
+    >>> from optuna_treecv._objective import reported_folds
+    >>> reported_folds(10_000, 5).tolist()
+    [0, 2500, 5000, 7499, 9999]
+    """
+    if n_splits <= max_reports:
+        return np.arange(n_splits)
+    return np.unique(np.linspace(0, n_splits - 1, max_reports).round().astype(int))
+
+
+class _Progress:
+    """The leaf callback: report to the trial, prune, keep what was done.
+
+    Called once per leaf (half a million times for leave-one-out on half a
+    million rows), so it does little per leaf: the score goes into an array,
+    and reports, pruning decisions and progress calls happen at their counts.
+    """
+
+    def __init__(
+        self, trial: BaseTrial, n_splits: int, report: str | None, objective
+    ) -> None:
         self.trial = trial
         self.n_splits = n_splits
         self.report = report
-        self.scores: dict[int, float] = {}
+        self.scores = np.full(n_splits, np.nan)
+        self.done = 0
         self.extras: dict[str, list] = {}
         self.n_samples_fed = 0
         self.fit_time = 0.0
         self.score_time = 0.0
+        counts = objective.report_counts_ if report == "running_mean" else ()
+        self.counts = iter([int(c) for c in counts] + [-1])
+        self.next_count = next(self.counts)
+        self.folds = frozenset(int(f) for f in objective.reported_folds_)
+        self.progress = objective.progress
+        self.next_progress = time.monotonic() + PROGRESS_INTERVAL
 
     def __call__(self, leaf: LeafResult) -> None:
         score = float(next(iter(leaf.scores.values())))
         self.scores[leaf.split] = score
-        for name, value in leaf.extras.items():
-            self.extras.setdefault(name, []).append(value)
+        self.done += 1
+        if leaf.extras:
+            for name, value in leaf.extras.items():
+                self.extras.setdefault(name, []).append(value)
         self.n_samples_fed += int(leaf.n_samples_fed)
         self.fit_time += float(leaf.fit_time)
         self.score_time += float(leaf.score_time)
+        if self.progress is not None:
+            self._show_progress()
         if self.report is None:
             return
         if self.report == "running_mean":
-            value = math.fsum(self.scores.values()) / len(self.scores)
-            self.trial.report(value, step=len(self.scores) - 1)
-        else:
+            if self.done != self.next_count:
+                return
+            self.next_count = next(self.counts)
+            value = math.fsum(self.scores[~np.isnan(self.scores)]) / self.done
+            self.trial.report(value, step=self.done - 1)
+        elif leaf.split in self.folds:
             self.trial.report(score, step=leaf.split)
+        else:
+            return
         if self.trial.should_prune():
             raise optuna.TrialPruned(
-                f"Pruned after {len(self.scores)} of {self.n_splits} folds."
+                f"Pruned after {self.done} of {self.n_splits} folds."
             )
+
+    def _show_progress(self) -> None:
+        now = time.monotonic()
+        if now >= self.next_progress:
+            self.next_progress = now + PROGRESS_INTERVAL
+            self.progress(self.trial, self.done, self.n_splits, self.n_samples_fed)
 
     def record(self, resolved: Resolved, wall_time: float) -> dict[str, Any]:
         """The details of a pruned trial: every finished fold, rows, times."""
-        details: dict[str, Any] = {
-            f"split{fold}_test_score": score
-            for fold, score in sorted(self.scores.items())
-        }
+        details: dict[str, Any] = scores_layout(self.scores)
         details.update(
+            n_splits=self.n_splits,
             n_samples_fed=self.n_samples_fed,
             fit_time=self.fit_time,
             score_time=self.score_time,
@@ -529,10 +639,9 @@ def _details(table: LeafTable, resolved: Resolved, wall_time: float) -> dict[str
     """A finished trial's details: every fold's score, the summary, rows, times."""
     table = table.by_split()
     scores = np.asarray(table.scores["score"], dtype=float)
-    details: dict[str, Any] = {
-        f"split{i}_test_score": float(score) for i, score in enumerate(scores)
-    }
+    details: dict[str, Any] = scores_layout(scores, finished_only=False)
     details.update(
+        n_splits=int(scores.size),
         mean_test_score=float(np.mean(scores)),
         std_test_score=float(np.std(scores)),
         stderr_test_score=_stderr(scores),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,94 @@ if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
     from optuna.trial import FrozenTrial
 
-__all__ = ["select_trial", "refit_estimator"]
+__all__ = ["TrialRecord", "select_trial", "refit_estimator"]
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """Where a refit model came from: a few fields of its trial, not the trial.
+
+    :func:`refit_estimator` sets it as the model's ``optuna_trial_``
+    attribute, so that a saved model (``joblib.dump``) holds the model and
+    this record, not the trial with its per-fold scores (half a million of
+    them for leave-one-out on half a million rows). Get the whole trial back
+    from its study with :meth:`trial`.
+
+    Attributes
+    ----------
+    number : int
+        The trial's number in its study.
+    params : dict
+        Its sampled parameters (``trial.params``).
+    value : float or None
+        Its value, the mean test score (``None`` for a multi-objective
+        trial: see ``values``).
+    values : tuple of float or None
+        All its values.
+    regime : {"fit", "one_pass"}
+        What its folds were, hence how the model was trained: the learner's
+        own ``fit``, or one ordered pass of ``partial_fit``.
+    backend : str or None
+        The backend that scored it (``"native_tree"``, ``"python_tree"``,
+        ``"standard"``...).
+    study_name : str or None
+        The name of its study.
+
+    Examples
+    --------
+    >>> from optuna_treecv import TrialRecord
+    >>> record = TrialRecord(3, {"alpha": 1e-4}, 0.91, (0.91,), "one_pass",
+    ...                      "native_tree", "pegasos-covtype")
+    >>> record.number, record.params["alpha"]
+    (3, 0.0001)
+    """
+
+    number: int
+    params: dict[str, Any] = field(default_factory=dict)
+    value: float | None = None
+    values: tuple[float, ...] | None = None
+    regime: str = "fit"
+    backend: str | None = None
+    study_name: str | None = None
+
+    @classmethod
+    def of(cls, trial: FrozenTrial, study_name: str | None = None) -> TrialRecord:
+        """The record of ``trial`` (a :class:`~optuna.trial.FrozenTrial`)."""
+        cv = trial.user_attrs.get("cv")
+        cv = cv if isinstance(cv, Mapping) else {}
+        values = None if trial.values is None else tuple(map(float, trial.values))
+        value = values[0] if values is not None and len(values) == 1 else None
+        backend = cv.get("backend")
+        return cls(
+            number=int(trial.number),
+            params=dict(trial.params),
+            value=value,
+            values=values,
+            regime=_scored_regime(trial),
+            backend=None if backend is None else str(backend),
+            study_name=study_name,
+        )
+
+    def trial(self, study: optuna.Study) -> FrozenTrial:
+        """The whole trial, read from ``study`` (the study it came from).
+
+        Raises
+        ------
+        ValueError
+            If ``study`` is another study, or holds no trial of this number.
+        """
+        if self.study_name is not None and study.study_name != self.study_name:
+            raise ValueError(
+                f"This model came from trial #{self.number} of study "
+                f"{self.study_name!r}, not of study {study.study_name!r}."
+            )
+        trials = study.get_trials(deepcopy=False)
+        if self.number < len(trials) and trials[self.number].number == self.number:
+            return trials[self.number]
+        for trial in trials:
+            if trial.number == self.number:
+                return trial
+        raise ValueError(f"Study {study.study_name!r} holds no trial #{self.number}.")
 
 
 def select_trial(
@@ -150,8 +238,11 @@ def refit_estimator(
     Returns
     -------
     estimator : estimator object
-        The fitted model (see above). The chosen trial is its
-        ``optuna_trial_`` attribute.
+        The fitted model (see above). Its ``optuna_trial_`` attribute is a
+        :class:`TrialRecord` of the chosen trial (number, parameters, value,
+        regime, backend, study name): a saved model holds that, not the
+        trial's fold scores. ``model.optuna_trial_.trial(study)`` reads the
+        whole trial back from the study.
 
     Examples
     --------
@@ -168,6 +259,11 @@ def refit_estimator(
     >>> study.optimize(TreeCVObjective(sgd, space, X, y), n_trials=3)
     >>> model = refit_estimator(study, sgd, X, y)
     >>> model.estimator_.alpha == study.best_params["alpha"]
+    True
+    >>> record = model.optuna_trial_
+    >>> record.number == study.best_trial.number, record.regime
+    (True, 'one_pass')
+    >>> record.trial(study) == study.best_trial
     True
 
     A kernel SVM's final fit starts from the trials' fold solutions:
@@ -203,7 +299,7 @@ def refit_estimator(
     model.fit(X, y, **fit_params)
     if lend:
         model.set_params(warm_start_store=None)
-    model.optuna_trial_ = trial
+    model.optuna_trial_ = TrialRecord.of(trial, study.study_name)
     return model
 
 
