@@ -42,6 +42,9 @@ PROBE_ABOVE = 60.0
 PROBE_FOLDS, PROBE_SECONDS = 3, 5.0
 #: Seconds between two progress lines within a trial.
 PROGRESS_EVERY = 5.0
+#: Reported folds before the Wilcoxon pruner decides, when a trial reports
+#: at least twice as many.
+WILCOXON_STARTUP = 14
 PRUNERS = (
     "none",
     "median",
@@ -295,6 +298,8 @@ def _version() -> str:
 def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
     import optuna
 
+    from optuna_treecv._objective import MAX_REPORTS
+
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
     if name == "percentile":
@@ -306,9 +311,16 @@ def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
     if name == "successive-halving":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=1)
     if name == "wilcoxon":
+        # With ties (accuracy on small folds) scipy's test on up to 13 pairs
+        # is a permutation test of about a second: a trial that reports enough
+        # folds starts deciding at 14, a few leaves further along the tree.
+        reports = min(n_splits, MAX_REPORTS)
+        startup = WILCOXON_STARTUP if reports >= 2 * WILCOXON_STARTUP else 2
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.pruners.WilcoxonPruner(p_threshold=0.1)
+            return optuna.pruners.WilcoxonPruner(
+                p_threshold=0.1, n_startup_steps=startup
+            )
     return optuna.pruners.NopPruner()
 
 
@@ -662,15 +674,12 @@ def _baseline(args, objective, best, ran) -> None:
     # (one ordered pass after a tree backend), not with the learner's own fit.
     reference = regime_estimator(estimator, resolved.regime, objective.core_.classes)
     runs, learn = {}, {}
-    for key, method, model in (
-        ("tree", backend, estimator),
-        ("standard", "standard", reference),
-    ):
-        tic = time.perf_counter()
+
+    def run(model, method, leaf_callback=None):
         with warnings.catch_warnings():
             # The trials have said what TreeCV scores; the timing says it once more.
             warnings.simplefilter("ignore", TreeCVRegimeWarning)
-            result = tree_cross_validate(
+            return tree_cross_validate(
                 model,
                 objective.X,
                 objective.y,
@@ -678,9 +687,35 @@ def _baseline(args, objective, best, ran) -> None:
                 scoring=args.scoring,
                 method=method,
                 n_jobs=args.n_jobs,
+                leaf_callback=leaf_callback,
             )
-        runs[key] = time.perf_counter() - tic
-        learn[key] = float(np.sum(result["fit_time"]) + np.sum(result["score_time"]))
+
+    tic = time.perf_counter()
+    result = run(estimator, backend)
+    runs["tree"] = time.perf_counter() - tic
+    learn["tree"] = float(np.sum(result["fit_time"]) + np.sum(result["score_time"]))
+    first: list[float] = []
+    if _rough_standard(runs["tree"], np.sum(result["n_samples_fed"]), objective):
+        # Standard CV would hold the command for long: its first folds, timed
+        # and extrapolated, stand for it.
+        first = _first_folds(lambda stop: run(reference, "standard", stop))
+    if first:
+        runs["standard"] = learn["standard"] = sum(first) / len(first) * args.cv
+        took = (
+            f"would take about {_duration(runs['standard'])} (its first "
+            f"{len(first)} folds took {sum(first):.2f} s, extrapolated)"
+        )
+    else:
+        tic = time.perf_counter()
+        result = run(reference, "standard")
+        runs["standard"] = time.perf_counter() - tic
+        learn["standard"] = float(
+            np.sum(result["fit_time"]) + np.sum(result["score_time"])
+        )
+        took = (
+            f"took {runs['standard']:.2f} s ({learn['standard']:.2f} s fitting "
+            "and scoring)"
+        )
     spent = sum(
         float(_details(t).get("fit_time", 0.0))
         + float(_details(t).get("score_time", 0.0))
@@ -688,8 +723,7 @@ def _baseline(args, objective, best, ran) -> None:
     )
     estimate = len(ran) * learn["standard"]
     print(
-        f"Time: one standard {args.cv}-fold CV of the best parameters took "
-        f"{runs['standard']:.2f} s ({learn['standard']:.2f} s fitting and scoring), "
+        f"Time: one standard {args.cv}-fold CV of the best parameters {took}, "
         f"one with {backend.name} {runs['tree']:.2f} s "
         f"({_speedup(runs['standard'], runs['tree'])})."
     )
@@ -702,14 +736,14 @@ def _baseline(args, objective, best, ran) -> None:
         return
     if estimate > spent:
         verdict = (
-            f"so TreeCV and pruning saved about {estimate - spent:.1f} s "
+            f"so TreeCV and pruning saved about {_seconds(estimate - spent)} "
             f"({estimate / spent:.1f}x)"
         )
     else:
         verdict = "so TreeCV and pruning saved no time on this data"
     print(
         f"The {len(ran)} trials spent {spent:.1f} s fitting and scoring; standard "
-        f"CV of the same trials without pruning: about {estimate:.1f} s "
+        f"CV of the same trials without pruning: about {_seconds(estimate)} "
         f"({len(ran)} x the measured run, an estimate: other parameters train "
         f"at other speeds), {verdict}. The rest of the study's time is Optuna's "
         "sampling and storage."
@@ -792,18 +826,23 @@ class _EnoughFolds(Exception):
     """Raised by the leaf callback that times standard CV's first folds."""
 
 
-def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
-    """Why standard CV is not run, or ``None`` when it takes at most an hour.
+def _rough_standard(tree_wall: float, tree_fed: int, objective) -> bool:
+    """Whether standard CV may take more than :data:`PROBE_ABOVE` seconds.
 
-    A rough estimate first, from TreeCV's wall time per row fed and the
-    ``n (k - 1)`` rows standard CV feeds; when that exceeds
-    :data:`PROBE_ABOVE`, standard CV's first folds are timed (fitting and
-    scoring) and extrapolated to the ``k`` folds.
+    A rough estimate from TreeCV's wall time per row fed and the ``n (k - 1)``
+    rows standard CV feeds.
     """
-    _, _, fed, wall, _ = tree_row
-    rough = wall * X.shape[0] * (args.cv - 1) / max(int(fed), 1)
-    if rough <= PROBE_ABOVE:
-        return None
+    plan = objective.fold_plan_
+    rows = plan.n_samples * (plan.n_splits - 1)
+    return tree_wall * rows / max(int(tree_fed), 1) > PROBE_ABOVE
+
+
+def _first_folds(run) -> list[float]:
+    """Seconds of fitting and scoring of standard CV's first folds.
+
+    ``run(leaf_callback)`` runs standard CV; it is stopped after
+    :data:`PROBE_FOLDS` folds or about :data:`PROBE_SECONDS` seconds.
+    """
     spent: list[float] = []
     start = time.perf_counter()
 
@@ -813,11 +852,28 @@ def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
             raise _EnoughFolds
 
     try:
-        _tree_cv(args, estimator, X, y, "standard", leaf_callback=enough)
+        run(enough)
     except _EnoughFolds:
         pass
     except (TypeError, ValueError, AttributeError) as exc:
         raise CLIError(" ".join(str(exc).split())) from None
+    return spent
+
+
+def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
+    """Why standard CV is not run, or ``None`` when it takes at most an hour.
+
+    When the rough estimate (:func:`_rough_standard`) exceeds
+    :data:`PROBE_ABOVE`, standard CV's first folds are timed (fitting and
+    scoring) and extrapolated to the ``k`` folds.
+    """
+    _, _, fed, wall, _ = tree_row
+    rows = X.shape[0] * (args.cv - 1)
+    if wall * rows / max(int(fed), 1) <= PROBE_ABOVE:
+        return None
+    spent = _first_folds(
+        lambda stop: _tree_cv(args, estimator, X, y, "standard", leaf_callback=stop)
+    )
     if not spent:
         return None
     estimate = sum(spent) / len(spent) * args.cv
@@ -829,6 +885,11 @@ def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
         f"x {args.cv:,} folds). --force-standard runs it anyway; --no-standard "
         "skips it without timing."
     )
+
+
+def _seconds(seconds: float) -> str:
+    """``seconds`` to a tenth below two minutes, else as :func:`_duration`."""
+    return f"{seconds:.1f} s" if seconds < 120 else _duration(seconds)
 
 
 def _duration(seconds: float) -> str:
