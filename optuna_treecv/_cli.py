@@ -298,8 +298,10 @@ def _version() -> str:
 def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
     import optuna
 
-    from optuna_treecv._objective import MAX_REPORTS
+    from optuna_treecv._objective import MAX_REPORTS, report_counts
 
+    # The first step a trial reports at (after k // 1024 folds for a large k).
+    first_step = max(1, int(report_counts(n_splits)[0]) - 1)
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
     if name == "percentile":
@@ -307,9 +309,11 @@ def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
             25.0, n_startup_trials=5, n_warmup_steps=1
         )
     if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=n_splits)
+        return optuna.pruners.HyperbandPruner(
+            min_resource=first_step, max_resource=n_splits
+        )
     if name == "successive-halving":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1)
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=first_step)
     if name == "wilcoxon":
         # With ties (accuracy on small folds) scipy's test on up to 13 pairs
         # is a permutation test of about a second: a trial that reports enough

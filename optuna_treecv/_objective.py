@@ -343,9 +343,14 @@ class TreeCVObjective:
             # attribute): no storage writes for them, the same decisions.
             report = None
         progress = _Progress(trial, plan.n_splits, report, self)
+        # Without reports or progress nothing needs the leaves one by one: the
+        # native engines then keep them in C (leave-one-out on 581,012 rows).
+        listens = report is not None or self.progress is not None
         tic = time.perf_counter()
         try:
-            table = self.core_.run(resolved, plan=plan, leaf_callback=progress)
+            table = self.core_.run(
+                resolved, plan=plan, leaf_callback=progress if listens else None
+            )
         except optuna.TrialPruned:
             details = progress.record(resolved, time.perf_counter() - tic)
             _write_attrs(trial, {**details, **extra})

@@ -338,66 +338,138 @@ class SlowPegasos(PegasosClassifier):
 """
 
 
+class SlowWorkers:
+    """``optuna-treecv tune`` processes on one SQLite study, the first trial
+    of a worker started with ``slow=True`` held for a minute in its CV."""
+
+    def __init__(self, tmp_path) -> None:
+        (tmp_path / "slowlearner.py").write_text(SLOW_LEARNER)
+        self.db = tmp_path / "workers.db"
+        self.url = f"sqlite:///{self.db}"
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [str(tmp_path), *filter(None, [self.env.get("PYTHONPATH")])]
+        )
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "optuna_treecv", "tune",
+                "slowlearner:SlowPegasos", "iris", "--cv", "3", "--n-trials", "1",
+                "--space", "alpha=float:1e-5:1e-1:log", "--storage", self.url,
+                "--study-name", "s", "--heartbeat", "1", "--pruner", "none",
+                "--no-progress-bar", "--no-baseline"]  # fmt: skip
+
+    def start_slow(self) -> subprocess.Popen:
+        """A worker, returned once its trial is running (a heartbeat recorded)."""
+        proc = subprocess.Popen(
+            self.argv(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**self.env, "SLOW_PEGASOS": "1"},
+        )
+        deadline = time.monotonic() + 120
+        try:
+            while not (
+                self.count("SELECT COUNT(*) FROM trial_heartbeats")
+                and self.count("SELECT COUNT(*) FROM trial_params")
+            ):
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "no heartbeat in 120 s"
+                time.sleep(0.05)
+        except BaseException:
+            proc.kill()
+            proc.communicate()
+            raise
+        return proc
+
+    def count(self, query: str) -> int:
+        try:
+            with contextlib.closing(sqlite3.connect(self.db, timeout=10)) as db:
+                return db.execute(query).fetchone()[0]
+        except sqlite3.Error:  # No tables yet.
+            return 0
+
+    def trials(self) -> list:
+        return optuna.load_study(study_name="s", storage=self.url).trials
+
+
 @pytest.mark.slow
 def test_a_killed_cli_worker_trial_is_failed_and_retried(tmp_path):
     """SIGKILL a real ``optuna-treecv tune`` inside its first trial; the next
     worker (another CLI process) fails that trial and runs its point again."""
-    (tmp_path / "slowlearner.py").write_text(SLOW_LEARNER)
-    db = tmp_path / "killed.db"
-    url = f"sqlite:///{db}"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(tmp_path), *filter(None, [env.get("PYTHONPATH")])]
-    )
-
-    def worker(learner):
-        return [sys.executable, "-m", "optuna_treecv", "tune", learner, "iris",
-                "--cv", "3", "--n-trials", "1", "--space",
-                "alpha=float:1e-5:1e-1:log", "--storage", url, "--study-name",
-                "s", "--heartbeat", "1", "--pruner", "none",
-                "--no-progress-bar", "--no-baseline"]  # fmt: skip
-
-    def count(query):
-        try:
-            with contextlib.closing(sqlite3.connect(db, timeout=10)) as connection:
-                return connection.execute(query).fetchone()[0]
-        except sqlite3.Error:  # No tables yet.
-            return 0
-
-    proc = subprocess.Popen(
-        worker("slowlearner:SlowPegasos"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**env, "SLOW_PEGASOS": "1"},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (
-            count("SELECT COUNT(*) FROM trial_heartbeats")
-            and count("SELECT COUNT(*) FROM trial_params")
-        ):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no heartbeat in 120 s"
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
-    study = optuna.load_study(study_name="s", storage=url)
-    assert [t.state for t in study.trials] == [TrialState.RUNNING]
+    workers = SlowWorkers(tmp_path)
+    proc = workers.start_slow()
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert [t.state for t in workers.trials()] == [TrialState.RUNNING]
     time.sleep(3.5)  # Past the grace period: twice the heartbeat.
     done = subprocess.run(
-        worker("slowlearner:SlowPegasos"),
+        workers.argv(),
         capture_output=True,
         text=True,
-        env=env,
+        env=workers.env,
         timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    killed, retried = optuna.load_study(study_name="s", storage=url).trials
+    killed, retried = workers.trials()
     assert killed.state == TrialState.FAIL
     assert retried.state == TrialState.COMPLETE
     assert retried.params == killed.params
     assert retried.system_attrs["failed_trial"] == killed.number
     assert "1 trials in" in done.stdout and "1 complete" in done.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_twice_in_a_long_trial_leaves_no_trial_running(tmp_path):
+    workers = SlowWorkers(tmp_path)
+    proc = workers.start_slow()
+    proc.send_signal(signal.SIGINT)  # Stop after the trial...
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)  # ...no: now.
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Ctrl-C: stopping after the running trial" in err
+    assert "Interrupted (Ctrl-C)" in out
+    assert [t.state for t in workers.trials()] == [TrialState.FAIL]
+
+
+@pytest.mark.parametrize(
+    "name, k, expected",
+    [
+        ("wilcoxon", 10, {"_n_startup_steps": 2}),
+        ("wilcoxon", 10_000, {"_n_startup_steps": 14}),
+        ("successive-halving", 10, {"_min_resource": 1}),
+        ("successive-halving", 581_012, {"_min_resource": 566}),
+    ],
+)
+def test_cli_pruners_start_at_the_first_report(name, k, expected):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        pruner = _cli._make_pruner(name, k)
+    for attribute, value in expected.items():
+        assert getattr(pruner, attribute) == value
+
+
+@pytest.mark.parametrize("progress", [None, print])
+def test_leaves_stay_in_the_engine_without_reports_or_progress(
+    data, monkeypatch, progress
+):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=400, progress=progress
+    )
+    listeners = []
+    run = objective.core_.run
+
+    def spy(resolved, **kwargs):
+        listeners.append(kwargs["leaf_callback"])
+        return run(resolved, **kwargs)
+
+    monkeypatch.setattr(objective.core_, "run", spy)
+    study = study_with(optuna.pruners.NopPruner())
+    study.optimize(objective, n_trials=1)
+    assert (listeners[0] is None) == (progress is None)
+    assert fold_scores(study.trials[0]).mean() == study.trials[0].value
