@@ -6,7 +6,9 @@ import argparse
 import ast
 import math
 import re
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -33,6 +35,8 @@ DEFAULT_STORAGE = "sqlite:///optuna-treecv.db"
 DEFAULT_HEARTBEAT = 60
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
+#: Exit status after SIGTERM (128 + SIGTERM).
+EXIT_TERMINATED = 143
 #: Seconds of standard CV that ``cv`` runs without --force-standard.
 STANDARD_LIMIT = 3600
 #: Seconds of standard CV, estimated from TreeCV's rows, above which ``cv``
@@ -445,6 +449,8 @@ def _tune(args) -> int:
         # Failed trials are recorded as FAIL and summarized below, not logged
         # with a traceback each.
         optuna.logging.set_verbosity(optuna.logging.CRITICAL)
+        terminated: list[int] = []
+        previous = _abort_on_sigterm(terminated)
         try:
             interrupted = optimize_until_interrupted(
                 study,
@@ -459,9 +465,37 @@ def _tune(args) -> int:
             raise CLIError(f"{where}: {describe_storage_error(exc)}") from None
         finally:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     elapsed = time.perf_counter() - tic
+    if terminated:
+        print(
+            "optuna-treecv: terminated (SIGTERM): the running trial is recorded as "
+            "failed.",
+            file=sys.stderr,
+            flush=True,
+        )
     code = _summarize(args, objective, study, n_before, elapsed, errors, interrupted)
+    if terminated:
+        return EXIT_TERMINATED
     return EXIT_INTERRUPTED if interrupted else code
+
+
+def _abort_on_sigterm(terminated: list[int]):
+    """Make SIGTERM abort the running trial as a second Ctrl-C does.
+
+    ``kill PID``, a batch scheduler's preemption or a closed session would
+    otherwise end the process on the spot and leave its trial RUNNING until
+    another worker finds its heartbeat stale. Returns the previous handler.
+    """
+
+    def on_sigterm(signum, frame):
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return None  # Python delivers signals to the main thread only.
+    return signal.signal(signal.SIGTERM, on_sigterm)
 
 
 class _TrialProgress:
@@ -939,7 +973,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0 for a run that completed, 1 when no trial completed, 2 for a user error
     (one ``optuna-treecv: error: ...`` line on stderr), 130 after Ctrl-C
-    (``tune`` prints the summary of the trials that finished first).
+    (``tune`` prints the summary of the trials that finished first), 143
+    when SIGTERM ended ``tune`` (its running trial recorded as failed).
     """
     args = _parser().parse_args(argv)
     try:

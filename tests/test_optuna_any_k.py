@@ -434,6 +434,17 @@ def test_ctrl_c_twice_in_a_long_trial_leaves_no_trial_running(tmp_path):
     assert [t.state for t in workers.trials()] == [TrialState.FAIL]
 
 
+@pytest.mark.slow
+def test_sigterm_in_a_long_trial_leaves_no_trial_running(tmp_path):
+    workers = SlowWorkers(tmp_path)
+    proc = workers.start_slow()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM): the running trial is recorded as failed" in err
+    assert [t.state for t in workers.trials()] == [TrialState.FAIL]
+
+
 @pytest.mark.parametrize(
     "name, k, expected",
     [
