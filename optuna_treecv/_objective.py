@@ -24,7 +24,7 @@ from optuna.pruners import NopPruner, WilcoxonPruner
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from optuna_treecv._fold_scores import scores_layout
+from optuna_treecv._fold_scores import fold_scores, scores_layout
 from sklearn_ext.model_selection import Backend, FoldPlan
 from sklearn_ext.model_selection._backends import LeafTable, summarize_extras
 from sklearn_ext.model_selection._choice import METHODS
@@ -688,13 +688,9 @@ def _check_arguments(backend, report, scoring, fit_params) -> None:
 
 
 def _split_scores(details: dict[str, Any]) -> dict[int, float]:
-    """Split index -> test score, from a trial's details."""
-    prefix, suffix = "split", "_test_score"
-    return {
-        int(key[len(prefix) : -len(suffix)]): float(value)
-        for key, value in details.items()
-        if key.startswith(prefix) and key.endswith(suffix)
-    }
+    """Split index -> test score, from a trial's details (either layout)."""
+    scores = fold_scores(details)
+    return {i: s for i, s in enumerate(scores.tolist()) if not math.isnan(s)}
 
 
 def _write_attrs(trial: BaseTrial, details: dict[str, Any]) -> None:

@@ -484,3 +484,18 @@ def test_leaves_stay_in_the_engine_without_reports_or_progress(
     study.optimize(objective, n_trials=1)
     assert (listeners[0] is None) == (progress is None)
     assert fold_scores(study.trials[0]).mean() == study.trials[0].value
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
+def test_regime_gap_is_measured_from_the_compact_scores(data):
+    from sklearn.linear_model import SGDClassifier
+
+    X, y = data
+    objective = TreeCVObjective(SGDClassifier(random_state=0), SPACE, X, y, cv=200)
+    study = study_with()
+    study.optimize(objective, n_trials=1)
+    cv = study.trials[0].user_attrs["cv"]
+    assert "test_scores" in cv  # Beyond COMPACT_FOLDS.
+    gap = cv["regime_gap"]
+    assert objective.core_.gap_.gap == gap["gap"]
+    assert np.isfinite(gap["gap"])
