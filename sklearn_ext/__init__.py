@@ -24,6 +24,7 @@ _PUBLIC = {
     "StratifiedTreeCVSplitter": "sklearn_ext.model_selection",
     "StreamingPipeline": "sklearn_ext.model_selection",
     "TreeCVEstimator": "sklearn_ext.model_selection",
+    "TreeCVOrderWarning": "sklearn_ext.model_selection",
     "TreeCVRegimeWarning": "sklearn_ext.model_selection",
     "TreeCVSearchCV": "sklearn_ext.model_selection",
     "TreeCVSplitter": "sklearn_ext.model_selection",

@@ -24,6 +24,7 @@ from sklearn_ext.model_selection._exact import (
     StatisticsCache,
     exact_learners,
 )
+from sklearn_ext.model_selection._order import TreeCVOrderWarning
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._refit import one_standard_error_rule
 from sklearn_ext.model_selection._regime import (
@@ -53,6 +54,7 @@ __all__ = [
     "StreamingPipeline",
     "TreeCVEstimator",
     "TreeCVFallbackWarning",
+    "TreeCVOrderWarning",
     "TreeCVRegimeWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",

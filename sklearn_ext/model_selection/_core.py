@@ -34,6 +34,7 @@ from sklearn_ext.model_selection._backends import (
 )
 from sklearn_ext.model_selection._choice import resolve_backend
 from sklearn_ext.model_selection._gap import RegimeGap, measure_gap
+from sklearn_ext.model_selection._order import order_relation, warn_about_order
 from sklearn_ext.model_selection._plan import FoldPlan, check_training_rows
 from sklearn_ext.model_selection._regime import (
     fit_is_one_pass,
@@ -203,6 +204,7 @@ class RunCore:
         self.refit_ = refit
         self._stores: dict[type, Any] = {}
         self._gap_tried = False
+        self._order_checked = False
         #: The regime gap measured by :meth:`note_regime`, or None.
         self.gap_: RegimeGap | None = None
         self._said: set = set()
@@ -226,7 +228,18 @@ class RunCore:
         scored, regime = scored_estimator(
             estimator, backend, classes=self.classes, X=self.X
         )
+        if regime == "one_pass":
+            self._check_order()
         return Resolved(estimator, backend, scored, regime, store, session)
+
+    def _check_order(self) -> None:
+        """Say once if the rows are fed in an order related to ``y``."""
+        if self._order_checked or self.y is None or self.plan.order != "fixed":
+            return
+        self._order_checked = True
+        words = order_relation(self.y[self.plan.sample_order])
+        if words is not None:
+            self.say(lambda: warn_about_order(words))
 
     def note_regime(self, resolved: Resolved, tree_scores) -> RegimeGap | None:
         """Say the regime note once, with the gap measured once.
