@@ -499,3 +499,25 @@ def test_regime_gap_is_measured_from_the_compact_scores(data):
     gap = cv["regime_gap"]
     assert objective.core_.gap_.gap == gap["gap"]
     assert np.isfinite(gap["gap"])
+
+
+def test_a_native_run_with_a_listener_returns_the_kernel_columns(data):
+    # The listener sees every leaf; the table comes from the kernel's columns
+    # (no list of half a million LeafResults), the same as without a listener.
+    from sklearn_ext.model_selection._core import RunCore
+
+    X, y = data
+    core = RunCore(PegasosClassifier(), X, y, cv=400)
+    resolved = core.resolve(PegasosClassifier())
+    seen = []
+    listened = core.run(resolved, leaf_callback=seen.append).by_split()
+    quiet = core.run(resolved).by_split()
+    assert sorted(leaf.split for leaf in seen) == list(range(400))
+    assert_array_equal(listened.scores["score"], quiet.scores["score"])
+    assert_array_equal(listened.n_samples_fed, quiet.n_samples_fed)
+    assert_array_equal(listened.split, quiet.split)
+    assert_array_equal(listened.leaf, quiet.leaf)
+    assert_array_equal(
+        listened.scores["score"], [seen_leaf.scores["score"] for seen_leaf in
+                                   sorted(seen, key=lambda leaf: leaf.split)]
+    )  # fmt: skip

@@ -71,7 +71,7 @@ class NativeTreeBackend(Backend):
                 rebuild(error.state)  # The estimator's own message, if it has one.
             if error is not None:
                 raise error
-        if run.streaming:
+        if run.keep_leaves:
             return LeafTable.from_leaves(run.leaves)
         return LeafTable.from_leaf_columns(
             plan, run.scores, run.n_fed, run.fit_time, run.score_time
@@ -98,6 +98,10 @@ class _NativeRun:
         self.streaming = (
             self.python_score or task.return_estimator or task.on_leaf is not None
         )
+        # The leaves are kept only when Python made their scores or models; a
+        # listener alone leaves the kernel's columns complete, and half a
+        # million kept LeafResults would cost the garbage collector seconds.
+        self.keep_leaves = self.python_score or task.return_estimator
         self.leaves: list = []
         self.lock = threading.Lock()
 
@@ -122,7 +126,8 @@ class _NativeRun:
                 leaf_score_time,
                 estimator,
             )
-            self.leaves.append(result)
+            if self.keep_leaves:
+                self.leaves.append(result)
             try:
                 task.emit(result)
             except BaseException:
