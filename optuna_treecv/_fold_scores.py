@@ -37,13 +37,16 @@ def encode_scores(scores: np.ndarray) -> dict[str, Any]:
 
     Scores that take few distinct values (accuracy on small folds, 0 or 1 for
     leave-one-out) are stored as the distinct values and one small code per
-    fold; others as the float64 array. Either way compressed with zlib and
+    fold (one byte up to 256 values, two when a third of the folds or fewer
+    are distinct); others as the float64 array. Either way compressed with zlib and
     written as base64 text, so any Optuna storage takes it.
     """
     scores = np.ascontiguousarray(scores, dtype="<f8")
     values, codes = np.unique(scores, return_inverse=True)
     encoded: dict[str, Any] = {"format": FORMAT, "n_splits": int(scores.size)}
-    if values.size <= 2**16:
+    # Each distinct value costs about 24 characters of text: codes pay off
+    # when values repeat (a third of the folds or fewer are distinct).
+    if values.size <= 2**8 or (values.size <= 2**16 and 3 * values.size <= scores.size):
         dtype = "<u1" if values.size <= 2**8 else "<u2"
         # The distinct values as text: JSON has no NaN, Python's json does.
         encoded["values"] = [repr(float(v)) for v in values]

@@ -189,10 +189,16 @@ def test_compact_attribute_is_small_and_exact(data):
         np.random.default_rng(1).integers(0, 3, 500) / 2.0,
         np.array([0.5, np.nan, 1.0, np.nan, -0.0]),
         np.arange(COMPACT_FOLDS + 1) / 7.0,
+        np.random.default_rng(2).integers(0, 1_000, 30_000) / 7.0,  # Two bytes.
     ],
 )
 def test_encoded_scores_read_back_exactly(scores):
     encoded = encode_scores(scores)
+    distinct = len(np.unique(scores))
+    expected = (
+        "<u1" if distinct <= 256 else "<u2" if 3 * distinct <= scores.size else "<f8"
+    )
+    assert encoded["dtype"] == expected
     decoded = decode_scores(pickle.loads(pickle.dumps(encoded)))
     assert decoded.dtype == np.float64
     assert_array_equal(decoded, scores)  # NaN at the same places.
