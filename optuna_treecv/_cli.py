@@ -16,9 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optuna_treecv._data import BUNDLED, load_dataset
+from optuna_treecv._data import BUNDLED, load_data
 from optuna_treecv._interrupt import optimize_until_interrupted
-from optuna_treecv._learners import LEARNERS, make_learner
+from optuna_treecv._learners import LEARNERS, make_learner, scales_by_default
+from optuna_treecv._preprocess import (
+    PREPROCESS_MODES,
+    describe_steps,
+    final_step,
+    make_splitter,
+    prepare,
+    preprocessing_line,
+    step_names,
+    step_space,
+)
 from optuna_treecv._storage import (
     describe_storage_error,
     open_storage,
@@ -94,7 +104,30 @@ def _parser() -> argparse.ArgumentParser:
             metavar="NAME=VALUE",
             help="fix an estimator parameter (repeatable), e.g. --set max_iter=5",
         )
-        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument(
+            "--preprocess",
+            choices=PREPROCESS_MODES,
+            default="auto",
+            help="auto (default): a StandardScaler before the built-in learners "
+            "that want scaled features (not naive Bayes, not a module:Class "
+            "learner), and one-hot encoding of a CSV's text columns; scale: "
+            "always scale; none: the features as given. Each fold's scaler and "
+            "encoder learn from its training rows only. --set and --space take "
+            "the learner's own parameter names",
+        )
+        p.add_argument(
+            "--no-shuffle",
+            dest="shuffle",
+            action="store_false",
+            help="cut the folds in the file's row order (default: rows shuffled "
+            "with --seed; stratified for classifiers)",
+        )
+        p.add_argument(
+            "--seed",
+            type=int,
+            default=0,
+            help="random seed of the learner, the folds and the sampler (default 0)",
+        )
         p.add_argument(
             "--n-jobs", type=int, default=None, help="workers inside each CV run"
         )
@@ -242,31 +275,44 @@ def _parse_space(items: Sequence[str]) -> dict[str, Any]:
 
 # -- shared set-up --------------------------------------------------------------------
 def _setup(args):
+    """The estimator (with its preprocessing), space, data, folds and header."""
     if args.cv < 2:
         raise CLIError(f"--cv must be at least 2, got {args.cv}.")
     try:
-        estimator, space = make_learner(args.learner, random_state=args.seed)
+        learner, space = make_learner(args.learner, random_state=args.seed)
+        data = load_data(args.dataset, args.target, text=args.preprocess != "none")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    fixed = _parse_fixed(args.fixed)
+    X, y = data.X, data.y
+    if args.cv > X.shape[0]:
+        raise CLIError(f"--cv {args.cv} exceeds the {X.shape[0]} samples.")
+    prepared = prepare(
+        learner,
+        X,
+        args.preprocess,
+        scales=scales_by_default(args.learner),
+        feature_names=data.feature_names,
+    )
+    estimator = prepared.estimator
+    fixed = step_names(_parse_fixed(args.fixed), prepared)
     try:
         estimator.set_params(**fixed)
     except ValueError:
-        valid = sorted(estimator.get_params())
-        bad = [k for k in fixed if k not in valid]
+        valid = sorted(learner.get_params())
+        bad = [k for k in fixed if k not in estimator.get_params()]
         raise CLIError(
-            f"bad --set {bad}: not parameters of {type(estimator).__name__} "
+            f"bad --set {bad}: not parameters of {type(learner).__name__} "
             f"(valid: {', '.join(valid)})."
         ) from None
-    try:
-        X, y = load_dataset(args.dataset, args.target)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    if args.cv > X.shape[0]:
-        raise CLIError(f"--cv {args.cv} exceeds the {X.shape[0]} samples.")
+    space = step_space(space, prepared)
     if isinstance(space, dict):
         space = {k: v for k, v in space.items() if k not in fixed}
-    return estimator, space, X, y
+    if getattr(args, "space", None):
+        space = step_names(_parse_space(args.space), prepared)
+    splitter, folds = make_splitter(
+        estimator, y, args.cv, shuffle=args.shuffle, seed=args.seed
+    )
+    return estimator, space, X, y, splitter, (prepared, folds)
 
 
 def _open_storage(url: str, heartbeat: int | None):
@@ -346,9 +392,7 @@ def _tune(args) -> int:
     if args.n_trials is not None and args.n_trials < 1:
         raise CLIError(f"--n-trials must be at least 1, got {args.n_trials}.")
     _check_save_path(args.save_model)
-    estimator, space, X, y = _setup(args)
-    if args.space:
-        space = _parse_space(args.space)
+    estimator, space, X, y, splitter, notes = _setup(args)
     if not space:
         raise CLIError(
             f"{args.learner!r} has no default search space; give one with "
@@ -361,7 +405,7 @@ def _tune(args) -> int:
             space,
             X,
             y,
-            cv=args.cv,
+            cv=splitter,
             scoring=args.scoring,
             backend=args.backend,
             report=report,
@@ -413,19 +457,16 @@ def _tune(args) -> int:
     said: dict = {}  # Warnings already shown, as Python's "default" action.
     _say_once([w for w in caught if w.category is not TreeCVFallbackWarning], said)
     if backend.name == "standard":
-        why = (
-            f"TreeCV cannot run {type(estimator).__name__}"
-            if fallback
-            else "--backend standard"
-        )
-        method = f"standard {args.cv}-fold CV ({why})"
+        why = _fallback_reason(estimator, fallback) if fallback else None
+        method = f"standard {args.cv}-fold CV ({why or '--backend standard'})"
     else:
         method = f"{args.cv}-fold CV with the {backend.name} backend"
     print(
-        f"Tuning {type(estimator).__name__} on {args.dataset} "
+        f"Tuning {type(final_step(estimator)).__name__} on {args.dataset} "
         f"({X.shape[0]} x {X.shape[1]}), {method}, pruner={args.pruner}, "
         f"study {study_name!r} in {args.storage}"
     )
+    print(preprocessing_line(*notes, backend.name))
     errors: list[str] = []
 
     def run_trial(trial: optuna.Trial) -> float:
@@ -529,6 +570,18 @@ class _TrialProgress:
             tqdm.write(line, file=sys.stderr)
         except ImportError:  # pragma: no cover - Optuna depends on tqdm
             print(line, file=sys.stderr, flush=True)
+
+
+def _fallback_reason(estimator, caught) -> str:
+    """Why no fast backend runs ``estimator``, from its fallback warning."""
+    name = type(estimator).__name__
+    if not hasattr(estimator, "steps"):
+        return f"TreeCV cannot run {name}"
+    for w in caught:
+        match = re.search(r"cannot run \w+ \((.*)\); method=", str(w.message))
+        if match:
+            return f"TreeCV cannot run this pipeline: {match.group(1)}"
+    return f"TreeCV cannot run this {name}"
 
 
 def _say_once(caught, said: dict) -> None:
@@ -672,16 +725,20 @@ def _regime_words(model) -> str:
     from sklearn_ext import TreeCVEstimator
 
     if isinstance(model, TreeCVEstimator):
-        inner = type(model.estimator).__name__
+        inner = around = type(model.estimator).__name__
+        if hasattr(model.estimator, "steps"):  # A StreamingPipeline inside.
+            inner = "Pipeline"
+            around = f"the pipeline {describe_steps(model.estimator)}"
         return (
             "trained as the trials scored it: one ordered pass of partial_fit in "
-            f"batches of {model.batch_size} rows (a TreeCVEstimator around {inner}, "
+            f"batches of {model.batch_size} rows (a TreeCVEstimator around {around}, "
             f"not {inner}.fit)"
         )
     name = type(model).__name__
+    steps = f" ({describe_steps(model)})" if hasattr(model, "steps") else ""
     if model.optuna_trial_.regime == "one_pass":
-        return f"trained as the trials scored it: {name}.fit, one ordered pass"
-    return f"trained as the trials scored it: {name}.fit"
+        return f"trained as the trials scored it: {name}.fit{steps}, one ordered pass"
+    return f"trained as the trials scored it: {name}.fit{steps}"
 
 
 def _ratio(reference: float, value: float) -> str:
@@ -797,8 +854,9 @@ def _speedup(standard: float, tree: float) -> str:
 
 
 def _cv(args) -> int:
-    estimator, _, X, y = _setup(args)
-    rows = [_cv_row(args, estimator, X, y, "auto")]
+    estimator, _, X, y, splitter, notes = _setup(args)
+    name = type(final_step(estimator)).__name__
+    rows = [_cv_row(args, estimator, X, y, "auto", splitter)]
     note = None
     if rows[0][0] == "standard":
         print(rows[0][4])
@@ -806,13 +864,14 @@ def _cv(args) -> int:
         note = "Standard CV not run (--no-standard)."
     else:
         if not args.force_standard:
-            note = _standard_too_long(args, estimator, X, y, rows[0])
+            note = _standard_too_long(args, estimator, X, y, rows[0], splitter)
         if note is None:
-            rows.append(_cv_row(args, estimator, X, y, "standard"))
+            rows.append(_cv_row(args, estimator, X, y, "standard", splitter))
     print(
-        f"{type(estimator).__name__} on {args.dataset} ({X.shape[0]} x "
+        f"{name} on {args.dataset} ({X.shape[0]} x "
         f"{X.shape[1]}), {args.cv}-fold CV, scoring={args.scoring or 'score'}"
     )
+    print(preprocessing_line(*notes, rows[0][0]))
     print(f"{'backend':<12} {'mean':>8} {'std':>8} {'rows fed':>12} {'time (s)':>9}")
     for backend, scores, fed, wall, _ in rows:
         print(
@@ -828,7 +887,7 @@ def _cv(args) -> int:
     return 0
 
 
-def _cv_row(args, estimator, X, y, method) -> tuple:
+def _cv_row(args, estimator, X, y, method, cv) -> tuple:
     """One CV run of ``cv``: backend, fold scores, rows fed, wall time, and
     what was said when no fast backend runs the learner."""
     from sklearn_ext.model_selection import TreeCVFallbackWarning
@@ -837,7 +896,7 @@ def _cv_row(args, estimator, X, y, method) -> tuple:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TreeCVFallbackWarning)  # said below
-            result = _tree_cv(args, estimator, X, y, method)
+            result = _tree_cv(args, estimator, X, y, method, cv)
     except (TypeError, ValueError, AttributeError) as exc:
         # AttributeError: e.g. a scoring that needs predict_proba.
         raise CLIError(" ".join(str(exc).split())) from None
@@ -854,9 +913,8 @@ def _cv_row(args, estimator, X, y, method) -> tuple:
             )
         ]
         why = f" ({reasons[0]})" if reasons else ""
-        said = (
-            f"No fast backend runs {type(estimator).__name__}{why}: standard CV only."
-        )
+        name = type(final_step(estimator)).__name__
+        said = f"No fast backend runs {name}{why}: standard CV only."
     return result["backend"], scores, result["n_samples_fed"], wall, said
 
 
@@ -898,7 +956,7 @@ def _first_folds(run) -> list[float]:
     return spent
 
 
-def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
+def _standard_too_long(args, estimator, X, y, tree_row, cv) -> str | None:
     """Why standard CV is not run, or ``None`` when it takes at most an hour.
 
     When the rough estimate (:func:`_rough_standard`) exceeds
@@ -910,7 +968,7 @@ def _standard_too_long(args, estimator, X, y, tree_row) -> str | None:
     if wall * rows / max(int(fed), 1) <= PROBE_ABOVE:
         return None
     spent = _first_folds(
-        lambda stop: _tree_cv(args, estimator, X, y, "standard", leaf_callback=stop)
+        lambda stop: _tree_cv(args, estimator, X, y, "standard", cv, stop)
     )
     if not spent:
         return None
@@ -941,14 +999,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _tree_cv(args, estimator, X, y, method, leaf_callback=None):
+def _tree_cv(args, estimator, X, y, method, cv, leaf_callback=None):
     from sklearn_ext import tree_cross_validate
 
     return tree_cross_validate(
         estimator,
         X,
         y,
-        cv=args.cv,
+        cv=cv,
         scoring=args.scoring,
         method=method,
         n_jobs=args.n_jobs,

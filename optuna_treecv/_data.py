@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["BUNDLED", "load_dataset"]
+__all__ = ["BUNDLED", "Data", "load_data", "load_dataset"]
 
 #: Data sets shipped inside scikit-learn (no download).
 BUNDLED = {
@@ -33,6 +33,25 @@ _FETCHED = {
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt")
 
 
+class Data(NamedTuple):
+    """A data set as the command line reads it.
+
+    Attributes
+    ----------
+    X : ndarray or sparse matrix
+        The features; an object array when a CSV file has text columns (floats
+        in the numeric columns, strings in the text ones).
+    y : ndarray
+        The target.
+    feature_names : list of str or None
+        The feature columns' names, from a CSV file's header.
+    """
+
+    X: Any
+    y: np.ndarray
+    feature_names: list[str] | None = None
+
+
 def load_dataset(spec: str, target: str | None = None) -> tuple[Any, np.ndarray]:
     """Load ``X, y`` from a file or a bundled scikit-learn data set name.
 
@@ -54,6 +73,36 @@ def load_dataset(spec: str, target: str | None = None) -> tuple[Any, np.ndarray]
     Raises
     ------
     ValueError
+        With a one-line message when the data set cannot be read, e.g. a CSV
+        feature column that is not numeric (:func:`load_data` reads those).
+    """
+    X, y, _ = load_data(spec, target)
+    return X, y
+
+
+def load_data(spec: str, target: str | None = None, *, text: bool = False) -> Data:
+    """Load a data set as :func:`load_dataset`, text columns of a CSV included.
+
+    Parameters
+    ----------
+    spec : str
+        As in :func:`load_dataset`.
+    target : str, default=None
+        The target column of a CSV file: a header name or a 0-based index.
+    text : bool, default=False
+        Whether a CSV feature column may hold text: a column with a cell that
+        is not a number is then read as text (every cell kept as a string),
+        and ``X`` is an object array. An empty cell of a numeric column is
+        refused either way.
+
+    Returns
+    -------
+    Data
+        ``X``, ``y`` and the feature names (``None`` but for a CSV header).
+
+    Raises
+    ------
+    ValueError
         With a one-line message when the data set cannot be read.
     """
     path = Path(spec)
@@ -62,7 +111,7 @@ def load_dataset(spec: str, target: str | None = None) -> tuple[Any, np.ndarray]
         if key in BUNDLED:
             import sklearn.datasets
 
-            return getattr(sklearn.datasets, BUNDLED[key])(return_X_y=True)
+            return Data(*getattr(sklearn.datasets, BUNDLED[key])(return_X_y=True))
         if key in _FETCHED:
             raise ValueError(
                 f"{spec!r} is not bundled with scikit-learn (it must be downloaded, "
@@ -78,14 +127,14 @@ def load_dataset(spec: str, target: str | None = None) -> tuple[Any, np.ndarray]
     suffix = path.suffix.lower()
     try:
         if suffix == ".npz":
-            return _load_npz(path)
+            return Data(*_load_npz(path))
         if suffix == ".csv":
-            return _load_csv(path, target)
+            return _load_csv(path, target, allow_text=text)
         if suffix in SVMLIGHT_SUFFIXES:
             from sklearn.datasets import load_svmlight_file
 
             X, y = load_svmlight_file(str(path))
-            return X, y
+            return Data(X, y)
     except ValueError as exc:
         raise ValueError(f"cannot read dataset {spec!r}: {_one_line(exc)}") from None
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
@@ -106,7 +155,7 @@ def _load_npz(path: Path):
         return data["X"], data["y"]
 
 
-def _load_csv(path: Path, target: str | None):
+def _load_csv(path: Path, target: str | None, *, allow_text: bool) -> Data:
     # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the
     # first cell, which would otherwise read as text and pass for a header.
     with open(path, newline="", encoding="utf-8-sig") as f:
@@ -157,23 +206,49 @@ def _load_csv(path: Path, target: str | None):
                 + " (or give a 0-based index)"
             )
     table = np.array([row for _, row in lines], dtype=object)
-    features = np.delete(table, column, axis=1)
+    feature_columns = [c for c in range(n_columns) if c != column]
+    features = table[:, feature_columns]
+    numbers = [number for number, _ in lines]
+    X = _features(features, names, feature_columns, numbers, allow_text)
+    y = _target(table[:, column].astype(str), numbers)
+    return Data(X, y, names[:column] + names[column + 1 :] if header else None)
+
+
+def _features(
+    cells: np.ndarray,
+    names: list[str],
+    columns: list[int],
+    numbers: list[int],
+    text: bool,
+):
+    """The feature cells as floats, or an object array with text columns kept.
+
+    A column is text when ``text`` is true and one of its non-empty cells is
+    not a number; an empty cell of a numeric column is refused with its line.
+    ``columns`` are the cells' columns in the file, ``names`` the file's.
+    """
     try:
-        X = features.astype(float)
+        return cells.astype(float)
     except ValueError:
-        feature_columns = [c for c in range(n_columns) if c != column]
-        for (number, _), cells in zip(lines, features, strict=True):
-            for c, cell in zip(feature_columns, cells, strict=True):
-                if not _is_number(cell):
-                    what = "an empty cell" if not cell.strip() else repr(cell)
-                    raise ValueError(
-                        f"feature column {names[c]!r} (column {c + 1}), line "
-                        f"{number}: {what} is not a number (feature columns must "
-                        "be numeric; choose the target with --target)"
-                    ) from None
-        raise  # pragma: no cover (astype failed on a cell _is_number accepts)
-    y = _target(table[:, column].astype(str), [number for number, _ in lines])
-    return X, y
+        pass
+    hint = "; text columns are one-hot encoded unless --preprocess none"
+    X = np.empty(cells.shape, dtype=object)
+    for j in range(cells.shape[1]):
+        column = cells[:, j]
+        if text and not all(_is_number(v) for v in column if v.strip()):
+            X[:, j] = [str(v) for v in column]
+            continue
+        for i, cell in enumerate(column):
+            if not _is_number(cell):
+                what = "an empty cell" if not cell.strip() else repr(cell)
+                raise ValueError(
+                    f"feature column {names[columns[j]]!r} (column "
+                    f"{columns[j] + 1}), line {numbers[i]}: {what} is not a number "
+                    "(feature columns must be numeric; choose the target with "
+                    "--target" + ("" if text else hint) + ")"
+                )
+        X[:, j] = column.astype(float)
+    return X
 
 
 def _target(cells: np.ndarray, numbers: list[int]) -> np.ndarray:

@@ -16,7 +16,7 @@ from optuna.distributions import (
 if TYPE_CHECKING:
     from optuna.trial import BaseTrial
 
-__all__ = ["LEARNERS", "Learner", "make_learner"]
+__all__ = ["LEARNERS", "Learner", "make_learner", "scales_by_default"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ class Learner:
         :mod:`optuna.distributions` object, or a callable ``trial -> dict``.
     seeded : bool
         Whether the estimator takes ``random_state`` (set from ``--seed``).
+    scales : bool
+        Whether ``--preprocess auto`` puts a ``StandardScaler`` before it (naive
+        Bayes takes its features as given: counts, binary or any scale).
     summary : str
         One line shown by ``optuna-treecv tune --help``.
     """
@@ -44,6 +47,7 @@ class Learner:
         default_factory=dict
     )
     seeded: bool = True
+    scales: bool = True
     summary: str = ""
 
 
@@ -76,10 +80,12 @@ LEARNERS: dict[str, Learner] = {
         "sklearn.linear_model:SGDRegressor",
         space={
             "alpha": _LOG_ALPHA,
-            "eta0": FloatDistribution(1e-4, 1e-1, log=True),
+            "eta0": FloatDistribution(1e-4, 1.0, log=True),
             "penalty": CategoricalDistribution(["l2", "l1", "elasticnet"]),
+            # Averaged SGD: one pass gets much closer to the least-squares fit.
+            "average": CategoricalDistribution([False, True]),
         },
-        summary="linear regression trained by SGD",
+        summary="linear regression trained by SGD (averaged or not)",
     ),
     "perceptron": Learner(
         "sklearn.linear_model:Perceptron",
@@ -103,18 +109,21 @@ LEARNERS: dict[str, Learner] = {
         "sklearn.naive_bayes:MultinomialNB",
         space={"alpha": FloatDistribution(1e-3, 10.0, log=True)},
         seeded=False,
+        scales=False,
         summary="multinomial naive Bayes (non-negative features)",
     ),
     "bernoulli-nb": Learner(
         "sklearn.naive_bayes:BernoulliNB",
         space={"alpha": FloatDistribution(1e-3, 10.0, log=True)},
         seeded=False,
+        scales=False,
         summary="Bernoulli naive Bayes",
     ),
     "gaussian-nb": Learner(
         "sklearn.naive_bayes:GaussianNB",
         space={"var_smoothing": FloatDistribution(1e-12, 1e-1, log=True)},
         seeded=False,
+        scales=False,
         summary="Gaussian naive Bayes",
     ),
     "mlp": Learner(
@@ -147,7 +156,7 @@ LEARNERS: dict[str, Learner] = {
             "gamma": FloatDistribution(1e-4, 1e1, log=True),
         },
         seeded=False,
-        summary="RBF kernel SVM, alpha-seeded k-fold CV (scale the features)",
+        summary="RBF kernel SVM, alpha-seeded k-fold CV (standard CV once scaled)",
     ),
 }
 
@@ -199,3 +208,14 @@ def make_learner(name: str, random_state: int | None = None) -> tuple[Any, Any]:
     if random_state is not None and "random_state" in estimator.get_params():
         estimator.set_params(random_state=random_state)
     return estimator, learner.space
+
+
+def scales_by_default(name: str) -> bool:
+    """Whether ``--preprocess auto`` scales the features of learner ``name``.
+
+    True for the registry's learners that want scaled features; false for naive
+    Bayes and for an import path ``"module:Class"`` (its features are used as
+    given unless ``--preprocess scale`` asks).
+    """
+    learner = LEARNERS.get(name)
+    return learner is not None and learner.scales

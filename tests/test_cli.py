@@ -226,7 +226,8 @@ def test_unreadable_files(tmp_path, capsys):
         (text, "feature columns must be numeric"),
         (tmp_path, "is a directory"),
     ]:
-        code, _, err = run(["cv", "sgd", path], capsys)
+        # Text columns are read only where they would be one-hot encoded.
+        code, _, err = run(["cv", "sgd", path, "--preprocess", "none"], capsys)
         assert code == 2 and match in err and err.count("\n") == 1, err
 
 
@@ -265,7 +266,8 @@ def test_a_whole_run_says_the_regime_note_once(tmp_path):
 
 
 def test_cv_runs_the_svm_through_alpha_seeding(capsys):
-    assert main(["cv", "svc", "iris", "--cv", "3", "--set", "C=10"]) == 0
+    argv = ["cv", "svc", "iris", "--cv", "3", "--set", "C=10", "--preprocess", "none"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "alpha_seeding" in out
 
@@ -383,20 +385,24 @@ def test_ctrl_c_prints_the_summary_and_exits_130(tmp_path, capsys, monkeypatch):
     assert "Final model" not in out  # Nor a final model nobody asked to save.
 
 
+@pytest.mark.parametrize("preprocess", ["auto", "none"])
 @pytest.mark.parametrize("learner", ["sgd", "pegasos", "mlp"])
-def test_saved_model_reproduces_the_best_trials_value(tmp_path, capsys, learner):
+def test_saved_model_reproduces_the_best_trials_value(
+    tmp_path, capsys, learner, preprocess
+):
     # The CLI's final model is trained as the trials scored it: its standard
-    # CV on the study's folds gives the best trial's value (issue 16).
+    # CV on the study's folds gives the best trial's value (issue 16), with
+    # the default scaling (a pipeline, issue 31) or without.
     import joblib
     from sklearn.base import clone
     from sklearn.model_selection import cross_val_score
 
-    from optuna_treecv import TreeCVObjective
+    from sklearn_ext import StratifiedTreeCVSplitter
 
     path = tmp_path / "model.joblib"
     argv = tune(tmp_path, learner, "iris", "--cv", "3", "--n-trials", "3",
                 "--no-baseline", "--pruner", "none", "--save-model",
-                path)  # fmt: skip
+                path, "--preprocess", preprocess)  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/cli.db")
@@ -408,17 +414,23 @@ def test_saved_model_reproduces_the_best_trials_value(tmp_path, capsys, learner)
     model = joblib.load(path)
     assert model.optuna_trial_.number == best.number
     name = type(make_learner(learner)[0]).__name__
-    if learner == "pegasos":  # Its fit is the scored pass: the learner itself.
+    if preprocess == "auto":  # The scaler streams with the learner.
+        assert type(model).__name__ == "TreeCVEstimator"
+        assert [type(s).__name__ for s in model.estimator] == ["StandardScaler", name]
+        assert (
+            f"a TreeCVEstimator around the pipeline StandardScaler, then {name}, not "
+            "Pipeline.fit" in out
+        )
+    elif learner == "pegasos":  # Its fit is the scored pass: the learner itself.
         assert type(model).__name__ == name
         assert f"{name}.fit, one ordered pass" in out
     else:
         assert type(model).__name__ == "TreeCVEstimator"
         assert f"a TreeCVEstimator around {name}, not {name}.fit" in out
-    # The folds the CLI scored on: the objective it built, rebuilt.
-    estimator, space = make_learner(learner, random_state=0)
+    # The folds the CLI scored on: stratified, rows shuffled with --seed 0.
     X, y = load_dataset("iris")
-    plan = TreeCVObjective(estimator, space, X, y, cv=3, random_state=0).fold_plan_
-    scores = cross_val_score(clone(model), X, y, cv=list(plan.split()))
+    folds = StratifiedTreeCVSplitter(3, shuffle=True, random_state=0).split(X, y)
+    scores = cross_val_score(clone(model), X, y, cv=list(folds))
     assert abs(scores.mean() - best.value) <= 1e-12
 
 
@@ -432,7 +444,7 @@ def test_saved_model_after_standard_cv_is_the_learners_fit(tmp_path, capsys):
     path = tmp_path / "model.joblib"
     argv = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "2",
                 "--backend", "standard", "--no-baseline", "--save-model",
-                path)  # fmt: skip
+                path, "--preprocess", "none", "--no-shuffle")  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err
     assert "trained as the trials scored it: SGDClassifier.fit." in out
@@ -440,6 +452,7 @@ def test_saved_model_after_standard_cv_is_the_learners_fit(tmp_path, capsys):
     assert type(model).__name__ == "SGDClassifier"
     estimator, space = make_learner("sgd", random_state=0)
     X, y = load_dataset("iris")
+    # --no-shuffle: the folds of an int cv, as before issue 31.
     plan = TreeCVObjective(estimator, space, X, y, cv=3, random_state=0).fold_plan_
     scores = cross_val_score(clone(model), X, y, cv=list(plan.split()))
     best = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/cli.db")
@@ -475,10 +488,13 @@ def test_version(capsys):
 @pytest.mark.parametrize(
     "change, match",
     [
-        (["--space", "alpha=float:1e-3:1:log"], "the search space: alpha"),
+        (
+            ["--space", "alpha=float:1e-3:1:log"],
+            "the search space: sgdclassifier__alpha",
+        ),
         (["--cv", "4"], "the fold plan: recorded 3 folds"),
         (["--scoring", "f1_macro"], "the scoring: recorded score, now f1_macro"),
-        (["--set", "max_iter=7"], "fixed parameters: max_iter 5 -> 7"),
+        (["--set", "max_iter=7"], "fixed parameters: sgdclassifier__max_iter 5 -> 7"),
         (["iris.npz"], r"the data \(X and y\): recorded 150x4, hash"),
     ],
 )
@@ -741,7 +757,7 @@ def test_a_long_database_lock_is_reported_as_a_lock(
 def test_csv_errors_name_the_line_column_or_delimiter(tmp_path, capsys, text, match):
     path = tmp_path / "d.csv"
     path.write_text(text)
-    code, _, err = run(["cv", "sgd", path], capsys)
+    code, _, err = run(["cv", "sgd", path, "--preprocess", "none"], capsys)
     assert code == 2 and err.count("\n") == 1
     assert re.search(match, err), err
 
