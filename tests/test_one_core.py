@@ -379,7 +379,11 @@ def test_the_command_line_says_why_it_falls_back(capsys):
     argv = ["cv", "sgd", "iris", "--cv", "4", "--set", "class_weight=balanced"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "No fast backend runs SGDClassifier (class_weight='balanced'" in out
+    # The learner runs in a pipeline after the CLI's scaler (issue 31).
+    assert (
+        "No fast backend runs SGDClassifier (sgdclassifier__class_weight='balanced'"
+        in out
+    )
     assert "standard" in out and "python_tree" not in out
 
 
