@@ -442,7 +442,7 @@ def _tune(args) -> int:
             f"and its trials would not compare with new ones. Changed: "
             f"{'; '.join(exc.changes)}. Start a new study with --study-name "
             f"OTHER_NAME, or delete this one: optuna delete-study --study-name "
-            f"{study_name} --storage {args.storage}"
+            f"{study_name} --storage {args.storage}{_older_study_hint(exc.changes)}"
         ) from None
     if args.retry_running:
         retried = retry_running_trials(study)
@@ -570,6 +570,17 @@ class _TrialProgress:
             tqdm.write(line, file=sys.stderr)
         except ImportError:  # pragma: no cover - Optuna depends on tqdm
             print(line, file=sys.stderr, flush=True)
+
+
+def _older_study_hint(changes: Sequence[str]) -> str:
+    """A way to resume a study of a learner that the CLI now preprocesses."""
+    if not any("now sklearn.pipeline.Pipeline" in change for change in changes):
+        return ""
+    return (
+        " (a study of the learner alone, as the command line ran it before it "
+        "scaled features and shuffled folds, resumes with --preprocess none "
+        "--no-shuffle)"
+    )
 
 
 def _fallback_reason(estimator, caught) -> str:

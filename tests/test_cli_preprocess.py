@@ -203,3 +203,13 @@ def test_csv_text_with_preprocess_none_is_refused(capsys, shop_csv):
     assert code == 2 and err.count("\n") == 1
     assert "feature column 'city' (column 2), line 2: " in err
     assert "text columns are one-hot encoded unless --preprocess none" in err
+
+
+def test_a_study_of_the_learner_alone_is_told_how_to_resume(tmp_path, capsys):
+    old = tune(tmp_path, "sgd", "iris", "--cv", "3", "--n-trials", "1")
+    code, _, err = run(old + ["--preprocess", "none", "--no-shuffle"], capsys)
+    assert code == 0, err
+    code, _, err = run(old, capsys)  # The defaults: a pipeline, shuffled folds.
+    assert code == 2 and err.count("\n") == 1
+    assert "now sklearn.pipeline.Pipeline" in err
+    assert err.rstrip().endswith("resumes with --preprocess none --no-shuffle)")
