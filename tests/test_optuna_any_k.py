@@ -276,8 +276,10 @@ def run(argv, capsys):
 
 
 def test_cv_no_standard_runs_treecv_only(capsys):
+    # The learner alone (no scaler, issue 31) runs the native tree.
     code, out, err = run(
-        ["cv", "pegasos", "iris", "--cv", "5", "--no-standard"], capsys
+        ["cv", "pegasos", "iris", "--cv", "5", "--no-standard", "--preprocess", "none"],
+        capsys,
     )
     assert code == 0, err
     assert "native_tree" in out and "\nstandard " not in out
