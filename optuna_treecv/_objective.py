@@ -356,7 +356,9 @@ class TreeCVObjective:
             _write_attrs(trial, {**details, **extra})
             raise
         details = _details(table, resolved, time.perf_counter() - tic)
-        gap = self.core_.note_regime(resolved, _split_scores(details))
+        gap = self.core_.note_regime(
+            resolved, _split_scores(details), details["cv_time"]
+        )
         if gap is not None:
             details["regime_gap"] = gap.as_dict()
         _write_attrs(trial, {**details, **extra})

@@ -39,15 +39,17 @@ def digits():
 def test_the_reported_gap_is_close_to_the_true_gap(digits, learner):
     X, y = digits
     cv = TreeCVSplitter(10)
-    with pytest.warns(TreeCVRegimeWarning, match=r"Measured on splits 0 and 1"):
+    with pytest.warns(TreeCVRegimeWarning, match=r"Measured on \d+ splits"):
         tree = tree_cross_validate(learner, X, y, cv=cv)
     own = cross_validate(learner, X, y, cv=cv)["test_score"]
     gap = tree["regime_gap"]
-    assert gap["splits"] == [0, 1]
-    assert gap["fit_score"] == pytest.approx(own[:2].mean(), abs=1e-12)
-    assert gap["tree_score"] == pytest.approx(tree["test_score"][:2].mean())
+    n = len(gap["splits"])
+    assert gap["splits"] == list(range(n)) and n >= 2
+    assert gap["fit_score"] == pytest.approx(own[:n].mean(), abs=1e-12)
+    assert gap["tree_score"] == pytest.approx(tree["test_score"][:n].mean())
     true_gap = own.mean() - tree["test_score"].mean()
-    assert abs(gap["gap"] - true_gap) < 0.02
+    # Within 0.02 of the truth, or within what its own standard error says.
+    assert abs(gap["gap"] - true_gap) < max(0.02, 3 * (gap["stderr"] or 0))
 
 
 def test_no_gap_where_the_tree_is_the_learners_fit(digits):
@@ -69,12 +71,13 @@ def test_the_search_measures_its_best_candidate_once(digits, monkeypatch):
     measure = _core.measure_gap
     monkeypatch.setattr(_core, "measure_gap", lambda *a: calls.append(1) or measure(*a))
     grid = {"alpha": [1e-4, 1e-3, 1e-2]}
-    with pytest.warns(TreeCVRegimeWarning, match="Measured on splits"):
+    with pytest.warns(TreeCVRegimeWarning, match="Measured on"):
         search = TreeCVSearchCV(SGDClassifier(random_state=0), grid, cv=5).fit(X, y)
     assert len(calls) == 1
     gap = search.regime_gap_
     best = search.best_index_
-    tree = [search.cv_results_[f"split{i}_test_score"][best] for i in (0, 1)]
+    splits = gap["splits"]
+    tree = [search.cv_results_[f"split{i}_test_score"][best] for i in splits]
     assert gap["tree_score"] == pytest.approx(np.mean(tree))
     plain = TreeCVSearchCV(PegasosClassifier(), {"alpha": [1e-4]}, cv=5).fit(X, y)
     assert plain.regime_gap_ is None
@@ -89,7 +92,7 @@ def test_a_study_measures_once_and_records_it(digits):
         warnings.simplefilter("always")
         study.optimize(objective, n_trials=4)
     notes = [w for w in caught if w.category is TreeCVRegimeWarning]
-    assert len(notes) == 1 and "Measured on splits" in str(notes[0].message)
+    assert len(notes) == 1 and "Measured on" in str(notes[0].message)
     measured = [t for t in study.trials if "regime_gap" in t.user_attrs["cv"]]
     assert len(measured) == 1
     assert objective.core_.gap_.gap == measured[0].user_attrs["cv"]["regime_gap"]["gap"]

@@ -53,6 +53,11 @@ from sklearn_ext.utils._data_scope import data_scope
 
 __all__ = ["Resolved", "RunCore", "stratifies"]
 
+#: The regime gap's time budget beyond its first two splits: this share of the
+#: time the door's runs took, and at least ``GAP_MIN_SECONDS``.
+GAP_BUDGET = 0.3
+GAP_MIN_SECONDS = 2.0
+
 
 def stratifies(estimator) -> bool:
     """Whether an int ``cv`` stratifies on ``y`` for ``estimator``.
@@ -241,7 +246,9 @@ class RunCore:
         if words is not None:
             self.say(lambda: warn_about_order(words))
 
-    def note_regime(self, resolved: Resolved, tree_scores) -> RegimeGap | None:
+    def note_regime(
+        self, resolved: Resolved, tree_scores, spent: float = 0.0
+    ) -> RegimeGap | None:
         """Say the regime note once, with the gap measured once.
 
         When ``resolved`` scores one pass of a learner whose own ``fit``
@@ -249,7 +256,9 @@ class RunCore:
         splits against ``tree_scores`` (split index -> the tree's score of the
         first metric) and says the :class:`TreeCVRegimeWarning` with the
         numbers; later calls say nothing. Returns the gap when this call
-        measured it.
+        measured it. Beyond the first two splits, the measurement may take
+        ``GAP_BUDGET`` times ``spent`` (the seconds the door's runs took), and
+        at least ``GAP_MIN_SECONDS``.
         """
         if resolved.scores_own_fit or self._gap_tried:
             return None
@@ -259,8 +268,12 @@ class RunCore:
         task = self.task(resolved_fit, self.plan)
         task.error_score = np.nan
         try:
-            with data_scope(self.memo):
-                gap = measure_gap(task, estimator, tree_scores, task.names[0])
+            # The learner's own fits are ours, not the user's: their warnings
+            # (a ConvergenceWarning of SGD's epochs) would only be noise.
+            with data_scope(self.memo), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                budget = max(GAP_MIN_SECONDS, GAP_BUDGET * spent)
+                gap = measure_gap(task, estimator, tree_scores, task.names[0], budget)
         except Exception:  # noqa: BLE001 - the note goes out without a number
             gap = None
         self.gap_ = gap

@@ -20,9 +20,13 @@ import numpy as np
 
 __all__ = ["GAP_SPLITS", "RegimeGap", "measure_gap"]
 
-#: How many splits the gap is measured on: the first ones, paired with the
+#: The fewest splits the gap is measured on: the first ones, paired with the
 #: tree's models of the same splits.
 GAP_SPLITS = 2
+#: More splits are measured, in order, until the standard error of the mean
+#: paired difference is at most this, the time budget is spent, or every split
+#: is measured.
+GAP_STDERR = 0.006
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class RegimeGap:
         Mean score of the tree's models on the same splits.
     fit_time : float
         Seconds the learner's own fits took.
+    stderr : float
+        Standard error of the mean paired difference (``nan`` for one split).
     """
 
     metric: str
@@ -48,6 +54,7 @@ class RegimeGap:
     fit_score: float
     tree_score: float
     fit_time: float
+    stderr: float = math.nan
 
     @property
     def gap(self) -> float:
@@ -62,21 +69,34 @@ class RegimeGap:
             "tree_score": self.tree_score,
             "splits": list(self.splits),
             "metric": self.metric,
+            "stderr": None if math.isnan(self.stderr) else self.stderr,
         }
 
     def words(self, name: str) -> str:
         """One sentence with the numbers, for the regime note."""
-        where = " and ".join(str(s) for s in self.splits)
+        n = len(self.splits)
+        where = f"split {self.splits[0]}" if n == 1 else f"{n} splits"
         better = "better" if self.gap >= 0 else "worse"
+        spread = "" if math.isnan(self.stderr) else f" ± {self.stderr:.2g}"
         return (
-            f"Measured on split{'s' if len(self.splits) > 1 else ''} {where}: "
-            f"{name}.fit scores {self.fit_score:.4g}, the tree's models "
-            f"{self.tree_score:.4g} ({name}.fit {abs(self.gap):.3g} {better})."
+            f"Measured on {where}: {name}.fit scores {self.fit_score:.4g}, the "
+            f"tree's models {self.tree_score:.4g} ({name}.fit {abs(self.gap):.3g}"
+            f"{spread} {better})."
         )
 
 
-def measure_gap(task, estimator, tree_scores: Mapping[int, float], metric: str):
+def measure_gap(
+    task,
+    estimator,
+    tree_scores: Mapping[int, float],
+    metric: str,
+    budget: float = math.inf,
+):
     """The gap of ``estimator`` on the first splits ``tree_scores`` holds.
+
+    At least :data:`GAP_SPLITS` splits, then more until the standard error of
+    the mean paired difference is at most :data:`GAP_STDERR` or the own fits
+    have taken ``budget`` seconds.
 
     Parameters
     ----------
@@ -88,6 +108,8 @@ def measure_gap(task, estimator, tree_scores: Mapping[int, float], metric: str):
         The tree's score of each split that finished.
     metric : str
         The score compared.
+    budget : float, default=inf
+        Seconds of own fits after which no further split is measured.
 
     Returns
     -------
@@ -97,25 +119,41 @@ def measure_gap(task, estimator, tree_scores: Mapping[int, float], metric: str):
     from sklearn_ext.model_selection._backends import _standard_fold
 
     plan = task.plan
-    splits = [
+    candidates = [
         s
         for s in range(plan.n_splits)
         if s in tree_scores and math.isfinite(tree_scores[s])
-    ][:GAP_SPLITS]
-    if not splits:
-        return None
-    own, fit_time = [], 0.0
-    for split in splits:
+    ]
+    splits: list[int] = []
+    own: list[float] = []
+    fit_time = 0.0
+    for split in candidates:
+        if len(splits) >= GAP_SPLITS and (
+            _stderr(own, splits, tree_scores) <= GAP_STDERR or fit_time >= budget
+        ):
+            break
         leaf = int(plan.leaf_order[split])
         result = _standard_fold(task, estimator, leaf)
         if result.fit_error is not None or not math.isfinite(result.scores[metric]):
             return None
+        splits.append(split)
         own.append(result.scores[metric])
-        fit_time += result.fit_time
+        fit_time += result.fit_time + result.score_time
+    if not splits:
+        return None
     return RegimeGap(
         metric,
         tuple(splits),
         float(np.mean(own)),
         float(np.mean([tree_scores[s] for s in splits])),
         fit_time,
+        _stderr(own, splits, tree_scores),
     )
+
+
+def _stderr(own, splits, tree_scores) -> float:
+    """Standard error of the mean paired difference own - tree."""
+    if len(splits) < 2:
+        return math.nan
+    diffs = np.asarray(own) - np.asarray([tree_scores[s] for s in splits])
+    return float(np.std(diffs, ddof=1) / math.sqrt(len(diffs)))

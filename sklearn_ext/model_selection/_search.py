@@ -328,7 +328,9 @@ class TreeCVSearchCV(BaseSearchCV):
         evaluate_candidates = self._candidate_evaluator(core, runs)
         # The data does not change during one fit: it is hashed once.
         with data_scope(core.memo):
-            self._run_search(evaluate_candidates)
+            tic = time.perf_counter()
+        self._run_search(evaluate_candidates)
+        spent = time.perf_counter() - tic
         results = evaluate_candidates.results
         all_out = evaluate_candidates.out
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
@@ -346,7 +348,7 @@ class TreeCVSearchCV(BaseSearchCV):
                 ]
             self.best_params_ = results["params"][self.best_index_]
 
-        self.regime_gap_ = self._note_regime(core, runs, results, refit_metric)
+        self.regime_gap_ = self._note_regime(core, runs, results, refit_metric, spent)
         if self.refit:
             tic = time.time()
             model = core.refit(runs[self.best_index_], X, y)
@@ -362,7 +364,7 @@ class TreeCVSearchCV(BaseSearchCV):
         self.cv_results_ = results
         return self
 
-    def _note_regime(self, core: RunCore, runs, results, refit_metric):
+    def _note_regime(self, core: RunCore, runs, results, refit_metric, spent):
         """The regime note, with the gap of the best candidate (or the first)."""
         index = getattr(self, "best_index_", 0)
         metric = refit_metric if isinstance(refit_metric, str) else "score"
@@ -372,7 +374,7 @@ class TreeCVSearchCV(BaseSearchCV):
         scores = {
             i: float(results[key.format(i)][index]) for i in range(core.plan.n_splits)
         }
-        gap = core.note_regime(runs[index], scores)
+        gap = core.note_regime(runs[index], scores, spent)
         return None if gap is None else gap.as_dict()
 
     def _candidate_evaluator(self, core: RunCore, runs: list[Resolved]):

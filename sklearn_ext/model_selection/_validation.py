@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
@@ -228,11 +229,13 @@ def tree_cross_validate(
         store=False,
     )
     resolved = core.resolve(estimator)
+    tic = time.perf_counter()
     table = core.run(
         resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
     )
+    spent = time.perf_counter() - tic
     result = _aggregate(table, resolved.backend.name, error_score)
-    gap = core.note_regime(resolved, _first_scores(table))
+    gap = core.note_regime(resolved, _first_scores(table), spent)
     if gap is not None:
         result["regime_gap"] = gap.as_dict()
     names = _feature_names(X)
