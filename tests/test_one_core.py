@@ -465,3 +465,20 @@ def test_multilabel_knn_has_one_outcome_in_every_door():
     assert_array_equal(direct["test_score"], reference)
     assert_array_equal(_splits(search.cv_results_, 4), reference)
     assert value == pytest.approx(reference.mean(), abs=1e-15)
+
+
+def test_cv_compares_like_with_like(capsys):
+    # The time ratio is against standard CV of the same one-pass models; the
+    # learner's own fit is reported apart, as a different regime.
+    assert main(["cv", "sgd", "digits", "--cv", "4"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    tree = next(line for line in lines if line.startswith("python_tree "))
+    standard = next(line for line in lines if line.startswith("standard "))
+    assert tree.split()[1:3] == standard.split()[1:3]  # the same scores
+    assert "standard CV of the same models (one ordered pass each)" in out
+    assert "SGDClassifier.fit, a different training regime, scores" in out
+    assert "faster than standard CV" not in out
+    assert main(["cv", "sgd", "digits", "--cv", "4", "--backend", "standard"]) == 0
+    out = capsys.readouterr().out
+    assert "python_tree" not in out and "a different training regime" not in out
