@@ -86,7 +86,7 @@ def native_tree(estimator, X, y, plan, scoring=None, n_jobs=None):
     input validation and the native tree engine.
     """
     result = tree_cross_validate(
-        estimator, X, y, cv=plan, scoring=scoring, n_jobs=n_jobs
+        estimator, X, y, cv=plan, scoring=scoring, n_jobs=n_jobs, return_run_info=True
     )
     if result["backend"] != "native_tree":
         raise RuntimeError(f"expected the native tree, got {result['backend']}")

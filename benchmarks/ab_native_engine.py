@@ -70,7 +70,9 @@ def _worker(names: list[str]) -> None:
             plan = chunk_plan(np.arange(len(y)), len(y), order, seed=0)
 
             def loocv(plan=plan):
-                result = tree_cross_validate(pegasos, X, y, cv=plan)
+                result = tree_cross_validate(
+                    pegasos, X, y, cv=plan, return_run_info=True
+                )
                 assert result["backend"] == "native_tree", result["backend"]
                 return float(np.mean(result["test_score"]))
 
@@ -102,6 +104,7 @@ def _worker(names: list[str]) -> None:
                     ys,
                     cv=splitter_plan,
                     fit_params={"labeled": labeled},
+                    return_run_info=True,
                 )
                 assert result["backend"] == "native_tree", result["backend"]
                 total += float(np.mean(result["test_score"]))
@@ -109,7 +112,12 @@ def _worker(names: list[str]) -> None:
 
         for detector in detectors:  # Fill the feature cache for the warm runs.
             tree_cross_validate(
-                detector, Xs, ys, cv=splitter_plan, fit_params={"labeled": labeled}
+                detector,
+                Xs,
+                ys,
+                cv=splitter_plan,
+                fit_params={"labeled": labeled},
+                return_run_info=True,
             )
         runs["ssad-warm"] = lambda: ssad(False)
         runs["ssad-cold"] = lambda: ssad(True)

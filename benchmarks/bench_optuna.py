@@ -253,7 +253,12 @@ class PlainObjective:
 
         try:
             tree_cross_validate(
-                estimator, self.X, self.y, cv=self.plan, leaf_callback=leaf
+                estimator,
+                self.X,
+                self.y,
+                cv=self.plan,
+                leaf_callback=leaf,
+                return_run_info=True,
             )
         finally:
             self.learn.append(learn[0])

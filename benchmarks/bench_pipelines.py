@@ -71,7 +71,7 @@ def one_pass_pipeline():
 def run_once(kind: str, X, y, cv):
     tic = time.perf_counter()
     if kind == "tree":
-        result = tree_cross_validate(pipeline(), X, y, cv=cv)
+        result = tree_cross_validate(pipeline(), X, y, cv=cv, return_run_info=True)
         scores, fed = result["test_score"], result["n_samples_fed"]
     else:
         model = (

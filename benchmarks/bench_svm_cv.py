@@ -329,14 +329,20 @@ def child(args) -> int:
         model = AlphaSeededSVC(C=C, gamma=gamma)
         if args.cache != "peer":
             model.set_params(cache_size=cache)
-        tree_cross_validate(model, X, y, cv=plan, n_jobs=n_jobs)
+        tree_cross_validate(model, X, y, cv=plan, n_jobs=n_jobs, return_run_info=True)
         elapsed = time.perf_counter() - tic
         scale = 1.0
         peak = _rss_mb()
         if args.predictions:
             # Untimed: the fold models, for the agreement with SVC's.
             again = tree_cross_validate(
-                model, X, y, cv=plan, n_jobs=n_jobs, return_estimator=True
+                model,
+                X,
+                y,
+                cv=plan,
+                n_jobs=n_jobs,
+                return_estimator=True,
+                return_run_info=True,
             )
             for fold, estimator in enumerate(again["estimator"]):
                 preds[fold] = estimator.predict(X[plan.test_indices(fold)])

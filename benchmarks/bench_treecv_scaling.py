@@ -110,7 +110,7 @@ def part_cv(args) -> None:
 
             functions = {
                 "tree": lambda cv=splitter, X=X, y=y: tree_cross_validate(
-                    one_epoch(), X, y, cv=cv, method="treecv"
+                    one_epoch(), X, y, cv=cv, method="treecv", return_run_info=True
                 ),
                 "cv": lambda cv=folds, X=X, y=y: cross_validate(
                     one_epoch(), X, y, cv=cv
@@ -118,7 +118,14 @@ def part_cv(args) -> None:
             }
             if args.engine_standard:
                 functions["standard"] = lambda cv=splitter, X=X, y=y: (
-                    tree_cross_validate(one_epoch(), X, y, cv=cv, method="standard")
+                    tree_cross_validate(
+                        one_epoch(),
+                        X,
+                        y,
+                        cv=cv,
+                        method="standard",
+                        return_run_info=True,
+                    )
                 )
             repeats = args.repeats
             medians, out = interleaved(functions, repeats)
@@ -158,9 +165,9 @@ def part_study(args) -> None:
 
     def tree_objective(trial):
         est = one_epoch(**params(trial))
-        return tree_cross_validate(est, X, y, cv=splitter, method="treecv")[
-            "test_score"
-        ].mean()
+        return tree_cross_validate(
+            est, X, y, cv=splitter, method="treecv", return_run_info=True
+        )["test_score"].mean()
 
     def sklearn_objective(trial):
         est = one_epoch(**params(trial))

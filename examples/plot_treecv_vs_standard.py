@@ -33,14 +33,18 @@ X = StandardScaler().fit_transform(X)
 learner = LogisticSGDClassifier(alpha=1e-4, random_state=0)
 ks = [2, 4, 8, 16, 32, 64]
 
-tree_cross_validate(learner, X, y, cv=5)  # Warm-up: imports, first allocations.
+tree_cross_validate(
+    learner, X, y, cv=5, return_run_info=True
+)  # Warm-up: imports, first allocations.
 results = {"treecv": [], "standard": []}
 for k in ks:
     seconds, last = {method: [] for method in results}, {}
     for _ in range(3):  # Interleaved repeats, side by side; the median is kept.
         for method in results:
             tic = time.perf_counter()
-            cv = tree_cross_validate(learner, X, y, cv=k, method=method)
+            cv = tree_cross_validate(
+                learner, X, y, cv=k, method=method, return_run_info=True
+            )
             seconds[method].append(time.perf_counter() - tic)
             last[method] = cv
     for method in results:

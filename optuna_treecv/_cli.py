@@ -801,6 +801,7 @@ def _baseline(args, objective, best, ran) -> None:
                 method=method,
                 n_jobs=args.n_jobs,
                 leaf_callback=leaf_callback,
+                return_run_info=True,
             )
 
     tic = time.perf_counter()
@@ -1070,6 +1071,7 @@ def _tree_cv(args, estimator, X, y, method, cv, leaf_callback=None):
         n_jobs=args.n_jobs,
         error_score="raise",
         leaf_callback=leaf_callback,
+        return_run_info=True,
     )
 
 

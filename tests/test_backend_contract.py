@@ -155,6 +155,7 @@ def test_leaves_are_numbered_by_split(case, plan_kind):
         scoring="accuracy",
         return_estimator=True,
         leaf_callback=seen.append,
+        return_run_info=True,
     )
     assert result["backend"] == backend.name
     # The stream visits the leaves in tree order and names each by its split.
@@ -189,7 +190,14 @@ def test_callback_stops_the_run(case, n_jobs):
         warnings.simplefilter("always")
         with pytest.raises(KeyboardInterrupt, match="stop"):
             tree_cross_validate(
-                make(), X, y, cv=12, method=backend, n_jobs=n_jobs, leaf_callback=stop
+                make(),
+                X,
+                y,
+                cv=12,
+                method=backend,
+                n_jobs=n_jobs,
+                leaf_callback=stop,
+                return_run_info=True,
             )
         gc.collect()  # Whatever the stopped run left behind is finalized here.
     assert len(calls) == 3
@@ -204,7 +212,13 @@ def test_extras_are_declared_and_come_out_as_columns(case):
     X, y = data()
     seen = []
     result = tree_cross_validate(
-        make(), X, y, cv=K, method=backend, leaf_callback=seen.append
+        make(),
+        X,
+        y,
+        cv=K,
+        method=backend,
+        leaf_callback=seen.append,
+        return_run_info=True,
     )
     names = set(seen[0].extras)
     assert names <= set(type(backend).extras)
@@ -221,10 +235,12 @@ def test_extras_are_declared_and_come_out_as_columns(case):
 def test_return_estimator_gives_fitted_fold_models(case):
     _, backend, make, data, _ = case
     X, y = data()
-    result = tree_cross_validate(make(), X, y, cv=K, method=backend)
+    result = tree_cross_validate(
+        make(), X, y, cv=K, method=backend, return_run_info=True
+    )
     assert "estimator" not in result
     result = tree_cross_validate(
-        make(), X, y, cv=K, method=backend, return_estimator=True
+        make(), X, y, cv=K, method=backend, return_estimator=True, return_run_info=True
     )
     assert len(result["estimator"]) == K
     for model in result["estimator"]:
@@ -235,12 +251,14 @@ def test_multi_metric_scoring(case):
     _, backend, make, data, metrics = case
     X, y = data()
     single = {
-        name: tree_cross_validate(make(), X, y, cv=K, method=backend, scoring=name)[
-            "test_score"
-        ]
+        name: tree_cross_validate(
+            make(), X, y, cv=K, method=backend, scoring=name, return_run_info=True
+        )["test_score"]
         for name in metrics
     }
-    multi = tree_cross_validate(make(), X, y, cv=K, method=backend, scoring=metrics)
+    multi = tree_cross_validate(
+        make(), X, y, cv=K, method=backend, scoring=metrics, return_run_info=True
+    )
     for name in metrics:
         assert_allclose(multi[f"test_{name}"], single[name], atol=1e-12)
     assert "test_score" not in multi
@@ -267,6 +285,7 @@ def test_n_jobs_gives_the_same_scores_and_leaves(case, plan_kind, scoring):
             scoring=scoring,
             n_jobs=n_jobs,
             leaf_callback=seen.append,
+            return_run_info=True,
         )
         assert sorted(leaf.split for leaf in seen) == list(range(K))
         assert sum(leaf.n_samples_fed for leaf in seen) == result["n_samples_fed"]

@@ -25,6 +25,7 @@ from sklearn_ext.linear_model import (
     LogisticSGDClassifier,
     PegasosClassifier,
 )
+from sklearn_ext.model_selection import TreeCVFallbackWarning
 from sklearn_ext.svm import AlphaSeededSVC, KernelStore, alpha_seeded_cv
 from sklearn_ext.svm._solver import PairProblem
 from sklearn_ext.svm._training import PairFit
@@ -169,7 +170,7 @@ def test_non_finite_X_is_refused(small, bad):
     with pytest.raises(ValueError, match="Input X contains"):
         PegasosClassifier().fit(X, y)
     with pytest.raises(ValueError, match="Input X contains"):
-        tree_cross_validate(PegasosClassifier(), X, y, cv=3)
+        tree_cross_validate(PegasosClassifier(), X, y, cv=3, return_run_info=True)
 
 
 def test_one_class_is_refused(small):
@@ -187,8 +188,12 @@ def test_sparse_input_gives_the_dense_model(small):
 
 def test_results_do_not_depend_on_n_jobs(small):
     X, y = small
-    one = tree_cross_validate(PegasosClassifier(random_state=0), X, y, cv=4)
-    two = tree_cross_validate(PegasosClassifier(random_state=0), X, y, cv=4, n_jobs=2)
+    one = tree_cross_validate(
+        PegasosClassifier(random_state=0), X, y, cv=4, return_run_info=True
+    )
+    two = tree_cross_validate(
+        PegasosClassifier(random_state=0), X, y, cv=4, n_jobs=2, return_run_info=True
+    )
     assert_array_equal(one["test_score"], two["test_score"])
 
 
@@ -214,12 +219,16 @@ class PurgedKFold(BaseCrossValidator):
 def test_purged_splitter_trains_on_its_own_rows_with_the_standard_backend(small):
     X, y = small
     cv = PurgedKFold(4, purge=10)
-    ours = tree_cross_validate(LogisticRegression(), X, y, cv=cv, method="standard")
+    ours = tree_cross_validate(
+        LogisticRegression(), X, y, cv=cv, method="standard", return_run_info=True
+    )
     reference = cross_validate(LogisticRegression(), X, y, cv=cv)
     assert_allclose(ours["test_score"], reference["test_score"], rtol=1e-12)
     # partial_fit learners are fed the splitter's rows too, one ordered pass.
     pegasos = PegasosClassifier(random_state=0)
-    fed = tree_cross_validate(pegasos, X, y, cv=cv, method="standard")
+    fed = tree_cross_validate(
+        pegasos, X, y, cv=cv, method="standard", return_run_info=True
+    )
     for split, (train, test) in enumerate(cv.split(X)):
         model = clone(pegasos).partial_fit(X[train], y[train], classes=[0, 1])
         assert fed["test_score"][split] == model.score(X[test], y[test])
@@ -241,7 +250,9 @@ def test_purged_splitter_is_refused_by_the_other_backends(small, estimator, meth
     message = r"cv=PurgedKFold\(n_splits=4, purge=10\) are not the complement.*"
     message += r"Use method='standard'"
     with pytest.raises(ValueError, match=message):
-        tree_cross_validate(estimator, X, y, cv=PurgedKFold(4, 10), method=method)
+        tree_cross_validate(
+            estimator, X, y, cv=PurgedKFold(4, 10), method=method, return_run_info=True
+        )
 
 
 def test_purged_splitter_is_refused_by_alpha_seeded_cv(small):
@@ -274,16 +285,25 @@ def test_cv_as_train_test_pairs(small, as_generator):
     pairs = list(KFold(4).split(X))
     cv = (pair for pair in pairs) if as_generator else pairs
     sgd = SGDClassifier(random_state=0)
-    ours = tree_cross_validate(sgd, X, y, cv=cv)
+    ours = tree_cross_validate(sgd, X, y, cv=cv, return_run_info=True)
     assert_array_equal(
-        ours["test_score"], tree_cross_validate(sgd, X, y, cv=KFold(4))["test_score"]
+        ours["test_score"],
+        tree_cross_validate(sgd, X, y, cv=KFold(4), return_run_info=True)["test_score"],
     )
     overlapping = [
         (np.arange(60, 120), np.arange(70)),
         (np.arange(60), np.arange(60, 120)),
     ]
     with pytest.raises(ValueError, match="do not partition the samples"):
-        tree_cross_validate(sgd, X, y, cv=overlapping)
+        tree_cross_validate(
+            sgd, X, y, cv=overlapping, method="treecv", return_run_info=True
+        )
+    # method="auto" fits them as given, by the standard backend, with a note.
+    with pytest.warns(TreeCVFallbackWarning, match="do not partition the samples"):
+        fallback = tree_cross_validate(sgd, X, y, cv=overlapping, return_run_info=True)
+    reference = cross_validate(sgd, X, y, cv=overlapping)["test_score"]
+    assert fallback["backend"] == "standard"
+    assert_array_equal(fallback["test_score"], reference)
 
 
 # -- unclear errors made clear ---------------------------------------------------------
@@ -294,13 +314,15 @@ def test_none_in_an_object_y_is_a_clear_error(small):
     with pytest.raises(
         ValueError, match="'y' parameter must not contain None; got None in 1 of"
     ):
-        tree_cross_validate(SGDClassifier(), X, labels, cv=3)
+        tree_cross_validate(SGDClassifier(), X, labels, cv=3, return_run_info=True)
 
 
 def test_n_jobs_as_a_string_is_a_clear_error(small):
     X, y = small
     with pytest.raises(ValueError, match="'n_jobs' parameter of tree_cross_validate"):
-        tree_cross_validate(SGDClassifier(), X, y, cv=3, n_jobs="two")
+        tree_cross_validate(
+            SGDClassifier(), X, y, cv=3, n_jobs="two", return_run_info=True
+        )
 
 
 def test_scoring_a_model_without_the_method_is_a_clear_error(small):
@@ -308,5 +330,10 @@ def test_scoring_a_model_without_the_method_is_a_clear_error(small):
     message = "scoring='accuracy' calls predict, which KernelDensity does not"
     with pytest.raises(AttributeError, match=message):
         tree_cross_validate(
-            KernelDensity(), X, cv=3, scoring="accuracy", method="standard"
+            KernelDensity(),
+            X,
+            cv=3,
+            scoring="accuracy",
+            method="standard",
+            return_run_info=True,
         )

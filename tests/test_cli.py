@@ -80,7 +80,11 @@ def test_cv_reads_files(iris_files, fmt, capsys):
         capsys,
     )
     assert code == 0, err
-    assert "python_tree" in out and "standard" in out and "time than standard CV of the same models" in out
+    assert (
+        "python_tree" in out
+        and "standard" in out
+        and "time than standard CV of the same models" in out
+    )
 
 
 def test_tune_journal_storage_and_wilcoxon(tmp_path, capsys):

@@ -1,8 +1,17 @@
 """scikit-learn's estimator checks for the native learners and the SSAD detector."""
 
 import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import expit
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import DataConversionWarning
+from sklearn.linear_model import SGDClassifier
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import shuffle
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from sklearn_ext import TreeCVEstimator, TreeCVSearchCV, tree_cross_validate
 from sklearn_ext.anomaly import SemiSupervisedAnomalyDetector
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
@@ -24,6 +33,8 @@ _WEIGHT_EQUIVALENCE = {
 
 @parametrize_with_checks(
     [
+        PegasosClassifier(),
+        LogisticSGDClassifier(),
         PegasosClassifier(alpha=1e-2),
         LogisticSGDClassifier(alpha=1e-2),
         LeastSquaresSGDRegressor(),
@@ -32,6 +43,78 @@ _WEIGHT_EQUIVALENCE = {
 )
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+# scikit-learn expects the same of GridSearchCV (PER_ESTIMATOR_XFAIL_CHECKS in
+# sklearn/utils/_test_common/instance_generator.py).
+_SEARCH_EXPECTED = {
+    "TreeCVSearchCV": {
+        "check_requires_y_none": "Doesn't fail gracefully (as GridSearchCV)",
+    },
+}
+
+
+# The searches are checked as scikit-learn checks GridSearchCV (its
+# instance_generator): error_score="raise", so that a check expecting a fit's own
+# error gets it rather than "All the fits failed".
+@parametrize_with_checks(
+    [
+        TreeCVSearchCV(
+            LogisticSGDClassifier(alpha=1e-2),
+            {"alpha": [1e-3, 1e-2]},
+            cv=2,
+            error_score="raise",
+        ),
+        TreeCVSearchCV(
+            LeastSquaresSGDRegressor(),
+            {"radius": [1.0, 10.0]},
+            cv=2,
+            error_score="raise",
+        ),
+        TreeCVEstimator(SGDClassifier(random_state=0)),
+    ],
+    expected_failed_checks=lambda estimator: _SEARCH_EXPECTED.get(
+        type(estimator).__name__, {}
+    ),
+)
+def test_sklearn_compatible_meta_estimator(estimator, check):
+    check(estimator)
+
+
+def test_predict_proba_agrees_with_predict_on_saturated_rows():
+    """Rows so confident that two one-vs-rest sigmoids round to 1.0 still get
+    their highest probability on the predicted class."""
+    X, y = make_blobs(n_samples=300, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    X, y = shuffle(X, y, random_state=7)
+    model = LogisticSGDClassifier().fit(X, y)
+    decision = model.decision_function(X)
+    assert np.sum(expit(np.sort(decision, axis=1)[:, -2]) == 1.0) > 0
+    proba = model.predict_proba(X)
+    assert_array_equal(model.classes_[proba.argmax(axis=1)], model.predict(X))
+    assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    binary = LogisticSGDClassifier().fit(X, y == 1)
+    assert_array_equal(
+        binary.classes_[binary.predict_proba(X).argmax(axis=1)], binary.predict(X)
+    )
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [LogisticSGDClassifier(), PegasosClassifier(), LeastSquaresSGDRegressor()],
+)
+def test_native_tree_takes_a_column_vector_y(estimator):
+    """A column vector y, which fit takes with a DataConversionWarning, runs the
+    native tree with the same scores as the flat y."""
+    X, y = make_blobs(n_samples=90, centers=2, random_state=0)
+    y = y.astype(float)
+    flat = tree_cross_validate(estimator, X, y, cv=3, return_run_info=True)
+    with pytest.warns(DataConversionWarning):
+        column = tree_cross_validate(
+            estimator, X, y.reshape(-1, 1), cv=3, return_run_info=True
+        )
+    assert column["backend"] == flat["backend"] == "native_tree"
+    assert_array_equal(column["test_score"], flat["test_score"])
 
 
 # The checks fit with class labels such as {0, 1, 2} (and score with one class),

@@ -28,11 +28,13 @@ def dask_client():
 def test_tree_and_search_under_dask(dask_client):
     X, y = load_digits(return_X_y=True)
     est = SGDClassifier(random_state=0)
-    reference = tree_cross_validate(est, X, y, cv=8)
+    reference = tree_cross_validate(est, X, y, cv=8, return_run_info=True)
     grid = {"alpha": [1e-4, 1e-2]}
     sequential = TreeCVSearchCV(est, grid, cv=4).fit(X, y)
     with parallel_config(backend="dask"):
-        distributed_run = tree_cross_validate(est, X, y, cv=8, n_jobs=2)
+        distributed_run = tree_cross_validate(
+            est, X, y, cv=8, n_jobs=2, return_run_info=True
+        )
         search = TreeCVSearchCV(est, grid, cv=4, n_jobs=2).fit(X, y)
     assert_array_equal(distributed_run["test_score"], reference["test_score"])
     assert distributed_run["n_samples_fed"] == reference["n_samples_fed"]

@@ -63,7 +63,7 @@ def test_incremental_learner_same_scores_through_every_door(cancer, kind):
     X, y = cancer
     plan = _plan(kind, X, y)
     estimator = SGDClassifier(alpha=1e-3, random_state=0)
-    direct = tree_cross_validate(estimator, X, y, cv=plan)
+    direct = tree_cross_validate(estimator, X, y, cv=plan, return_run_info=True)
     search = TreeCVSearchCV(estimator, {"alpha": [1e-3]}, cv=plan, refit=False)
     table = search.fit(X, y).cv_results_
     splits, attrs = _objective_splits(
@@ -82,10 +82,12 @@ def test_svm_same_scores_through_every_door(cancer, kind):
     X, y = cancer
     plan = _plan(kind, X, y)
     estimator = AlphaSeededSVC(C=1.0)
-    direct = tree_cross_validate(estimator, X, y, cv=plan)
+    direct = tree_cross_validate(estimator, X, y, cv=plan, return_run_info=True)
     seeded = alpha_seeded_cv(estimator, X, y, cv=plan)
     path = svm_c_path_cv(estimator, X, y, Cs=[1.0], cv=plan)
-    search = TreeCVSearchCV(estimator, {"C": [1.0]}, cv=plan, refit=False)
+    search = TreeCVSearchCV(
+        estimator, {"C": [1.0]}, cv=plan, refit=False, return_run_info=True
+    )
     table = search.fit(X, y).cv_results_
     splits, attrs = _objective_splits(
         estimator, {"C": CategoricalDistribution([1.0])}, X, y, plan
@@ -107,7 +109,7 @@ def test_exact_statistics_same_scores_through_every_door(cancer, kind):
     X, y = cancer
     plan = _plan(kind, X, y)
     estimator = RidgeClassifier(alpha=1.0)
-    direct = tree_cross_validate(estimator, X, y, cv=plan)
+    direct = tree_cross_validate(estimator, X, y, cv=plan, return_run_info=True)
     search = TreeCVSearchCV(estimator, {"alpha": [1.0]}, cv=plan, refit=False)
     table = search.fit(X, y).cv_results_
     splits, attrs = _objective_splits(
@@ -123,7 +125,9 @@ def test_svm_doors_keep_every_metric(cancer):
     X, y = cancer
     plan = _plan("interleaved", X, y)
     metrics = ["accuracy", "f1"]
-    direct = tree_cross_validate(AlphaSeededSVC(), X, y, cv=plan, scoring=metrics)
+    direct = tree_cross_validate(
+        AlphaSeededSVC(), X, y, cv=plan, scoring=metrics, return_run_info=True
+    )
     seeded = alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=plan, scoring=metrics)
     path = svm_c_path_cv(AlphaSeededSVC(), X, y, Cs=[1.0], cv=plan, scoring=metrics)
     for name in metrics:
@@ -138,9 +142,14 @@ def test_engine_options_reach_the_engine_through_tree_cross_validate(cancer):
 
     X, y = cancer
     cold = tree_cross_validate(
-        AlphaSeededSVC(), X, y, cv=5, method=AlphaSeedingBackend(seeding="none")
+        AlphaSeededSVC(),
+        X,
+        y,
+        cv=5,
+        method=AlphaSeedingBackend(seeding="none"),
+        return_run_info=True,
     )
-    sir = tree_cross_validate(AlphaSeededSVC(), X, y, cv=5)
+    sir = tree_cross_validate(AlphaSeededSVC(), X, y, cv=5, return_run_info=True)
     same = alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=5, seeding="none")
     assert_array_equal(cold["n_iter"], same["n_iter"])
     assert cold["n_iter"].sum() > sir["n_iter"].sum()
@@ -154,7 +163,7 @@ def test_fallback_is_the_same_through_every_door():
     message = r"TreeCV cannot run LogisticRegression \(it has no partial_fit method\)"
 
     with pytest.warns(TreeCVFallbackWarning, match=message):
-        direct = tree_cross_validate(estimator, X, y, cv=plan)
+        direct = tree_cross_validate(estimator, X, y, cv=plan, return_run_info=True)
     with pytest.warns(TreeCVFallbackWarning, match=message):
         search = TreeCVSearchCV(estimator, {"C": [1.0]}, cv=plan).fit(X, y)
     with pytest.warns(TreeCVFallbackWarning, match=message):
@@ -166,7 +175,9 @@ def test_fallback_is_the_same_through_every_door():
     assert search.cv_results_["mean_test_score"][0] == direct["test_score"].mean()
     # Named explicitly, a method that cannot run the estimator refuses, everywhere.
     with pytest.raises(TypeError, match="method='treecv' cannot run"):
-        tree_cross_validate(estimator, X, y, cv=plan, method="treecv")
+        tree_cross_validate(
+            estimator, X, y, cv=plan, method="treecv", return_run_info=True
+        )
     with pytest.raises(TypeError, match="method='treecv' cannot run"):
         TreeCVSearchCV(
             estimator, {"C": [1.0]}, cv=plan, method="treecv", error_score="raise"

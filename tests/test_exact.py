@@ -116,7 +116,13 @@ def _compare(estimator, X, y, cv, *, weights=None, X_ref=None, exact=True, atol=
         weights = None if weights is None else weights[:24]
     params = None if weights is None else {"sample_weight": weights}
     ours = tree_cross_validate(
-        estimator, X, y, cv=cv(), return_estimator=True, fit_params=params
+        estimator,
+        X,
+        y,
+        cv=cv(),
+        return_estimator=True,
+        fit_params=params,
+        return_run_info=True,
     )
     ref = cross_validate(
         estimator,
@@ -190,6 +196,7 @@ def test_categorical_nb_fold_categories_follow_the_training_rows():
         cv=KFold(4),
         scoring=lambda model, X, y: 0.0,
         return_estimator=True,
+        return_run_info=True,
     )
     for model, (train, _) in zip(ours["estimator"], KFold(4).split(X), strict=True):
         _assert_same_model(model, CategoricalNB().fit(X[train], y[train]), atol=0)
@@ -297,7 +304,9 @@ def test_linear_discriminant_equals_cross_validate(params, n_classes, cv):
     folds = CVS[cv]
     if folds is LeaveOneOut:
         X, y = X[:24], y[:24]
-    ours = tree_cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    ours = tree_cross_validate(
+        estimator, X, y, cv=folds(), return_estimator=True, return_run_info=True
+    )
     ref = cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
     assert ours["backend"] == "exact"
     assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
@@ -341,7 +350,9 @@ def test_nearest_neighbors_equal_cross_validate(estimator, dense, cv):
     folds = CVS[cv]
     if folds is LeaveOneOut:
         X, y = X[:24], y[:24]
-    ours = tree_cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
+    ours = tree_cross_validate(
+        estimator, X, y, cv=folds(), return_estimator=True, return_run_info=True
+    )
     ref = cross_validate(estimator, X, y, cv=folds(), return_estimator=True)
     assert ours["backend"] == "exact"
     assert_array_equal(ours["test_score"], ref["test_score"])
@@ -359,13 +370,22 @@ def test_one_neighbour_search_serves_every_n_neighbors():
     for k in range(1, 40, 3):
         for weights in ("uniform", "distance"):
             est = KNeighborsClassifier(k, weights=weights)
-            ours = tree_cross_validate(est, X, y, cv=KFold(5), method=backend)
+            ours = tree_cross_validate(
+                est, X, y, cv=KFold(5), method=backend, return_run_info=True
+            )
             ref = cross_validate(est, X, y, cv=KFold(5))
             assert_array_equal(ours["test_score"], ref["test_score"])
     # Asking for more neighbours than were kept extends the same entry.
     assert (cache.misses, len(cache)) == (1, 1)
     with pytest.raises(ValueError, match="Expected n_neighbors <= n_samples_fit"):
-        tree_cross_validate(KNeighborsClassifier(70), X, y, cv=KFold(5), method=backend)
+        tree_cross_validate(
+            KNeighborsClassifier(70),
+            X,
+            y,
+            cv=KFold(5),
+            method=backend,
+            return_run_info=True,
+        )
     with pytest.raises(ValueError, match="takes no sample_weight"):
         tree_cross_validate(
             KNeighborsClassifier(),
@@ -374,6 +394,7 @@ def test_one_neighbour_search_serves_every_n_neighbors():
             cv=KFold(5),
             fit_params={"sample_weight": np.ones(80)},
             method=ExactStatisticsBackend(cache=StatisticsCache()),
+            return_run_info=True,
         )
 
 
@@ -383,7 +404,9 @@ def test_clustered_chunks_ask_for_more_neighbours():
     X = np.sort(np.random.default_rng(5).normal(size=(50, 1)), axis=0)
     y = X[:, 0] + np.random.default_rng(6).normal(scale=0.1, size=50)
     est = KNeighborsRegressor(8)
-    ours = tree_cross_validate(est, X, y, cv=KFold(3), scoring="r2")
+    ours = tree_cross_validate(
+        est, X, y, cv=KFold(3), scoring="r2", return_run_info=True
+    )
     ref = cross_validate(est, X, y, cv=KFold(3), scoring="r2")
     assert_array_equal(ours["test_score"], ref["test_score"])
 
@@ -392,7 +415,12 @@ def test_clustered_chunks_ask_for_more_neighbours():
 def test_fold_models_are_fits_on_the_training_rows(gaussian):
     X, y = gaussian
     result = tree_cross_validate(
-        GaussianNB(), X, y, cv=StratifiedKFold(5), return_estimator=True
+        GaussianNB(),
+        X,
+        y,
+        cv=StratifiedKFold(5),
+        return_estimator=True,
+        return_run_info=True,
     )
     for model, (train, _) in zip(
         result["estimator"], StratifiedKFold(5).split(X, y), strict=True
@@ -422,7 +450,12 @@ def test_what_is_scored_is_what_is_returned(regression):
     assert_array_equal(search.best_estimator_.coef_, refit.coef_)
     # The backend's own model on all rows (a two-chunk plan's totals) agrees.
     exact = tree_cross_validate(
-        Ridge(**search.best_params_), X, y, cv=KFold(2), return_estimator=True
+        Ridge(**search.best_params_),
+        X,
+        y,
+        cv=KFold(2),
+        return_estimator=True,
+        return_run_info=True,
     )
     first = exact["estimator"][0]
     train = np.arange(len(y) // 2, len(y))
@@ -488,11 +521,13 @@ def test_subclasses_are_not_taken():
 def test_errors_name_what_is_wrong(counts, gaussian):
     X, y = counts
     with pytest.raises(ValueError, match="only the fit parameter 'sample_weight'"):
-        tree_cross_validate(MultinomialNB(), X, y, fit_params={"other": 1})
+        tree_cross_validate(
+            MultinomialNB(), X, y, fit_params={"other": 1}, return_run_info=True
+        )
     with pytest.raises(ValueError, match="Negative values"):
-        tree_cross_validate(MultinomialNB(), -X, y)
+        tree_cross_validate(MultinomialNB(), -X, y, return_run_info=True)
     with pytest.raises(ValueError, match="alpha"):
-        tree_cross_validate(MultinomialNB(alpha=-1.0), X, y)
+        tree_cross_validate(MultinomialNB(alpha=-1.0), X, y, return_run_info=True)
     with pytest.raises(TypeError, match="StatisticsCache"):
         ExactStatisticsBackend(cache={})
     with pytest.raises(ValueError, match="'max_bytes' parameter of StatisticsCache"):
@@ -520,7 +555,7 @@ def test_sparse_X_is_refused_in_scikit_learns_words(counts, estimator):
     assert ExactStatisticsBackend.accepts(estimator)
     # Every fold's fit fails: reported as cross_validate reports it.
     with pytest.raises(ValueError, match="All the 3 fits failed") as error:
-        tree_cross_validate(estimator, X, y, cv=3)
+        tree_cross_validate(estimator, X, y, cv=3, return_run_info=True)
     assert ours in str(error.value)
 
 
@@ -540,7 +575,9 @@ def test_a_grid_computes_the_statistics_once(regression):
     cache = StatisticsCache()
     backend = ExactStatisticsBackend(cache=cache)
     results = [
-        tree_cross_validate(Ridge(alpha=alpha), X, Y, cv=5, method=backend)
+        tree_cross_validate(
+            Ridge(alpha=alpha), X, Y, cv=5, method=backend, return_run_info=True
+        )
         for alpha in (0.1, 1.0, 10.0)
     ]
     assert (cache.misses, cache.hits, len(cache)) == (1, 2, 1)
@@ -555,6 +592,7 @@ def test_a_grid_computes_the_statistics_once(regression):
         Y,
         cv=5,
         method=ExactStatisticsBackend(cache=StatisticsCache(0)),
+        return_run_info=True,
     )
     assert_array_equal(cold["test_score"], results[2]["test_score"])
 
@@ -563,20 +601,36 @@ def test_the_key_holds_the_data_the_plan_and_the_statistics_parameters(counts):
     X, y = counts
     cache = StatisticsCache()
     backend = ExactStatisticsBackend(cache=cache)
-    tree_cross_validate(BernoulliNB(binarize=1.0), X, y, cv=4, method=backend)
     tree_cross_validate(
-        BernoulliNB(binarize=1.0, alpha=3.0), X, y, cv=4, method=backend
+        BernoulliNB(binarize=1.0), X, y, cv=4, method=backend, return_run_info=True
+    )
+    tree_cross_validate(
+        BernoulliNB(binarize=1.0, alpha=3.0),
+        X,
+        y,
+        cv=4,
+        method=backend,
+        return_run_info=True,
     )
     assert cache.hits == 1
-    tree_cross_validate(BernoulliNB(binarize=2.0), X, y, cv=4, method=backend)
-    tree_cross_validate(BernoulliNB(binarize=1.0), X, y, cv=5, method=backend)
+    tree_cross_validate(
+        BernoulliNB(binarize=2.0), X, y, cv=4, method=backend, return_run_info=True
+    )
+    tree_cross_validate(
+        BernoulliNB(binarize=1.0), X, y, cv=5, method=backend, return_run_info=True
+    )
     changed = X.copy()
     changed[0, 0] += 1
     ours = tree_cross_validate(
-        BernoulliNB(binarize=0.5), changed, y, cv=4, method=backend
+        BernoulliNB(binarize=0.5),
+        changed,
+        y,
+        cv=4,
+        method=backend,
+        return_run_info=True,
     )
     tree_cross_validate(
-        BernoulliNB(binarize=0.5), X, y, cv=4, method=backend
+        BernoulliNB(binarize=0.5), X, y, cv=4, method=backend, return_run_info=True
     )  # Same parameters, the original data: not the entry of `changed`.
     assert cache.hits == 1 and cache.misses == 5
     ref = cross_validate(BernoulliNB(binarize=0.5), changed, y, cv=StratifiedKFold(4))
@@ -588,9 +642,11 @@ def test_in_place_change_of_writeable_data_is_a_miss(regression):
     X = X.copy()
     cache = StatisticsCache()
     backend = ExactStatisticsBackend(cache=cache)
-    tree_cross_validate(Ridge(), X, Y, cv=3, method=backend)
+    tree_cross_validate(Ridge(), X, Y, cv=3, method=backend, return_run_info=True)
     X[0] += 1.0
-    changed = tree_cross_validate(Ridge(), X, Y, cv=3, method=backend)
+    changed = tree_cross_validate(
+        Ridge(), X, Y, cv=3, method=backend, return_run_info=True
+    )
     assert cache.misses == 2
     ref = cross_validate(Ridge(), X, Y, cv=KFold(3))
     assert_allclose(changed["test_score"], ref["test_score"], rtol=0, atol=1e-10)
@@ -599,16 +655,18 @@ def test_in_place_change_of_writeable_data_is_a_miss(regression):
 def test_cache_is_bounded(regression):
     X, Y = regression
     probe = StatisticsCache()
-    tree_cross_validate(Ridge(), X, Y, cv=6, method=ExactStatisticsBackend(probe))
+    tree_cross_validate(
+        Ridge(), X, Y, cv=6, method=ExactStatisticsBackend(probe), return_run_info=True
+    )
     bound = int(2.5 * probe.nbytes)
     cache = StatisticsCache(max_bytes=bound)
     backend = ExactStatisticsBackend(cache=cache)
     for k in (6, 5, 4, 3):
-        tree_cross_validate(Ridge(), X, Y, cv=k, method=backend)
+        tree_cross_validate(Ridge(), X, Y, cv=k, method=backend, return_run_info=True)
     assert 0 < len(cache) < 4
     assert cache.nbytes <= bound
     # The least recently used entry went first: k=6 is a miss again.
-    tree_cross_validate(Ridge(), X, Y, cv=6, method=backend)
+    tree_cross_validate(Ridge(), X, Y, cv=6, method=backend, return_run_info=True)
     assert cache.misses == 5
     cache.clear()
     assert len(cache) == cache.nbytes == 0
@@ -702,7 +760,9 @@ def test_batched_discrete_naive_bayes_equals_cross_validate(
         cv=CVS[cv](),
         fit_params=params,
         leaf_callback=leaves.append,
-        method=ExactStatisticsBackend(cache=StatisticsCache(0)),  # cold
+        method=ExactStatisticsBackend(
+            cache=StatisticsCache(0)
+        ),  # cold, return_run_info=True, return_run_info=True, return_run_info=True
     )
     ref = cross_validate(estimator, X, y, cv=CVS[cv](), params=params)
     assert ours["backend"] == "exact"
@@ -719,7 +779,9 @@ def test_batched_fold_lacking_a_class_drops_it():
     """Leave-one-out of the only row of a class: that fold is made and scored alone."""
     X, y = load_digits(n_class=3, return_X_y=True)
     X, y = np.vstack([X[:30], X[-1:]]), np.append(y[:30] % 2, 2)
-    ours = tree_cross_validate(MultinomialNB(), X, y, cv=LeaveOneOut())
+    ours = tree_cross_validate(
+        MultinomialNB(), X, y, cv=LeaveOneOut(), return_run_info=True
+    )
     ref = cross_validate(MultinomialNB(), X, y, cv=LeaveOneOut())
     assert_array_equal(ours["test_score"], ref["test_score"])
 
@@ -734,7 +796,9 @@ def test_a_stopping_listener_stops_the_batched_run(counts):
             raise RuntimeError("stop")
 
     with pytest.raises(RuntimeError, match="stop"):
-        tree_cross_validate(MultinomialNB(), X, y, cv=10, leaf_callback=stop)
+        tree_cross_validate(
+            MultinomialNB(), X, y, cv=10, leaf_callback=stop, return_run_info=True
+        )
     assert len(seen) == 3
 
 
@@ -854,7 +918,7 @@ def test_r2_from_moments_steps_aside_where_it_cannot_be_trusted():
     assert stats.held_out_r2(0, np.array([1.0, 0.0]), 0.0) is None
     assert stats.held_out_r2(1, np.array([1e8, -1e8]), 0.0) is None
     assert stats.held_out_r2(1, np.array([1.0, 0.0]), 0.0) is not None
-    ours = tree_cross_validate(Ridge(alpha=1e-12), X, y, cv=cv)
+    ours = tree_cross_validate(Ridge(alpha=1e-12), X, y, cv=cv, return_run_info=True)
     ref = cross_validate(Ridge(alpha=1e-12), X, y, cv=cv)
     assert ours["backend"] == "exact"
     assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-6)

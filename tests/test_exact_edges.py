@@ -40,7 +40,9 @@ def test_knn_metric_params_arrays_are_keyed_by_all_their_values():
         w = np.ones(1200)
         w[600] = middle
         est = KNeighborsClassifier(3, metric="minkowski", metric_params={"w": w})
-        ours = tree_cross_validate(est, X, y, cv=KFold(4), method=backend)
+        ours = tree_cross_validate(
+            est, X, y, cv=KFold(4), method=backend, return_run_info=True
+        )
         ref = cross_validate(est, X, y, cv=KFold(4))
         assert_array_equal(ours["test_score"], ref["test_score"])
     assert backend.cache.misses == 2
@@ -57,7 +59,9 @@ def test_a_callable_metric_is_never_keyed():
             return float(np.abs(a - b)[0] * scale + np.abs(a - b)[1:].sum())
 
         est = KNeighborsClassifier(3, metric=metric, algorithm="brute")
-        ours = tree_cross_validate(est, X, y, cv=KFold(4), method=backend)
+        ours = tree_cross_validate(
+            est, X, y, cv=KFold(4), method=backend, return_run_info=True
+        )
         ref = cross_validate(est, X, y, cv=KFold(4))
         assert_array_equal(ours["test_score"], ref["test_score"])
     assert len(backend.cache) == 0
@@ -72,9 +76,13 @@ def test_read_only_data_changed_through_an_earlier_view_is_seen():
     view = X[:]
     X.setflags(write=False)
     backend = _exact()
-    tree_cross_validate(GaussianNB(), X, y, cv=KFold(4), method=backend)
+    tree_cross_validate(
+        GaussianNB(), X, y, cv=KFold(4), method=backend, return_run_info=True
+    )
     view[:, 0] *= -1.0
-    ours = tree_cross_validate(GaussianNB(), X, y, cv=KFold(4), method=backend)
+    ours = tree_cross_validate(
+        GaussianNB(), X, y, cv=KFold(4), method=backend, return_run_info=True
+    )
     ref = cross_validate(GaussianNB(), X.copy(), y, cv=KFold(4))
     assert_array_equal(ours["test_score"], ref["test_score"])
     assert backend.cache.misses == 2
@@ -111,6 +119,7 @@ def test_weights_fit_refuses_are_refused(digits, estimator, weights, message):
             cv=KFold(5),
             method=_exact(),
             fit_params={"sample_weight": weights},
+            return_run_info=True,
         )
 
 
@@ -126,6 +135,7 @@ def test_a_fold_with_only_zero_weights_is_refused(digits):
             cv=KFold(5),
             method=_exact(),
             fit_params={"sample_weight": weights},
+            return_run_info=True,
         )
 
 
@@ -149,6 +159,7 @@ def test_bad_weights_get_a_clear_error(digits, estimator, weights, message):
             cv=KFold(5),
             method=_exact(),
             fit_params={"sample_weight": weights},
+            return_run_info=True,
         )
 
 
@@ -164,6 +175,7 @@ def test_negative_ridge_weights_get_a_clear_error(digits):
             cv=KFold(5),
             method=_exact(),
             fit_params={"sample_weight": weights},
+            return_run_info=True,
         )
 
 
@@ -177,11 +189,20 @@ def test_gaussian_priors_fit_refuses_are_refused(digits):
     # Asked for by name, the backend says why not; "auto" falls back to the
     # standard backend, whose fits fail as they do in cross_validate.
     with pytest.raises(TypeError, match="The sum of the priors should be 1"):
-        tree_cross_validate(est, X[binary], y[binary], cv=KFold(5), method=_exact())
+        tree_cross_validate(
+            est,
+            X[binary],
+            y[binary],
+            cv=KFold(5),
+            method=_exact(),
+            return_run_info=True,
+        )
     with pytest.raises(ValueError, match="The sum of the priors should be 1"):
         cross_validate(est, X[binary], y[binary], cv=KFold(5))
     with pytest.raises(ValueError, match="The sum of the priors should be 1"):
-        tree_cross_validate(est, X[binary], y[binary], cv=KFold(5))
+        tree_cross_validate(
+            est, X[binary], y[binary], cv=KFold(5), return_run_info=True
+        )
 
 
 def test_unseen_category_gets_a_clear_error():
@@ -190,16 +211,25 @@ def test_unseen_category_gets_a_clear_error():
     y = rng.integers(0, 2, size=60)
     X[-5:, 1] = 7  # only in the last chunk
     with pytest.raises(ValueError, match=r"feature 1 .* category 7.*min_categories"):
-        tree_cross_validate(CategoricalNB(), X, y, cv=KFold(5), method=_exact())
+        tree_cross_validate(
+            CategoricalNB(), X, y, cv=KFold(5), method=_exact(), return_run_info=True
+        )
     # With room for it, the scores are cross_validate's.
     est = CategoricalNB(min_categories=[3, 8, 3])
-    ours = tree_cross_validate(est, X, y, cv=KFold(5), method=_exact())
+    ours = tree_cross_validate(
+        est, X, y, cv=KFold(5), method=_exact(), return_run_info=True
+    )
     assert_array_equal(
         ours["test_score"], cross_validate(est, X, y, cv=KFold(5))["test_score"]
     )
     with pytest.raises(ValueError, match=r"'min_categories' .* shape \(n_features,\)"):
         tree_cross_validate(
-            CategoricalNB(min_categories=[3, 8]), X, y, cv=KFold(5), method=_exact()
+            CategoricalNB(min_categories=[3, 8]),
+            X,
+            y,
+            cv=KFold(5),
+            method=_exact(),
+            return_run_info=True,
         )
 
 
@@ -209,7 +239,9 @@ def test_constant_target_scores_as_cross_validate(estimator):
     # R^2 0 used to come back on 4 of 5 folds where fit gives 1 (issue 35).
     X = np.random.default_rng(4).normal(size=(50, 3))
     y = np.full(50, 3.0)
-    ours = tree_cross_validate(estimator, X, y, cv=KFold(5), method=_exact())
+    ours = tree_cross_validate(
+        estimator, X, y, cv=KFold(5), method=_exact(), return_run_info=True
+    )
     ref = cross_validate(estimator, X, y, cv=KFold(5))
     assert_array_equal(ours["test_score"], ref["test_score"])
 
@@ -224,7 +256,9 @@ def test_ill_conditioned_folds_are_fit():
     )
     y = X @ np.array([1.0, -1.0, 0.5, 2.0]) + 0.01 * rng.normal(size=60)
     est = Ridge(alpha=1e-12)
-    ours = tree_cross_validate(est, X, y, cv=KFold(5), method=_exact())
+    ours = tree_cross_validate(
+        est, X, y, cv=KFold(5), method=_exact(), return_run_info=True
+    )
     ref = cross_validate(est, X, y, cv=KFold(5))
     assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
 
@@ -238,7 +272,13 @@ def test_leave_one_out_keeps_a_bounded_number_of_factorisations():
     scoring = "neg_mean_squared_error"
     for alpha in (0.5, 2.0):  # the second alpha recomputes what was dropped
         ours = tree_cross_validate(
-            Ridge(alpha=alpha), X, y, cv=LeaveOneOut(), method=backend, scoring=scoring
+            Ridge(alpha=alpha),
+            X,
+            y,
+            cv=LeaveOneOut(),
+            method=backend,
+            scoring=scoring,
+            return_run_info=True,
         )
         ref = cross_validate(
             Ridge(alpha=alpha), X, y, cv=LeaveOneOut(), scoring=scoring
@@ -263,11 +303,13 @@ def test_knn_ties_are_resolved_as_scikit_learn_does(weights, n_neighbors):
     y = rng.integers(0, 3, size=300)
     est = KNeighborsClassifier(n_neighbors, weights=weights)
     cv = KFold(5, shuffle=True, random_state=0)
-    ours = tree_cross_validate(est, X, y, cv=cv, method=_exact())
+    ours = tree_cross_validate(est, X, y, cv=cv, method=_exact(), return_run_info=True)
     ref = cross_validate(est, X, y, cv=cv)
     assert_array_equal(ours["test_score"], ref["test_score"])
     reg = KNeighborsRegressor(n_neighbors, weights=weights)
-    ours = tree_cross_validate(reg, X, y.astype(float), cv=cv, method=_exact())
+    ours = tree_cross_validate(
+        reg, X, y.astype(float), cv=cv, method=_exact(), return_run_info=True
+    )
     ref = cross_validate(reg, X, y.astype(float), cv=cv)
     assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-12)
 
@@ -279,7 +321,12 @@ def test_knn_n_jobs_does_not_change_a_score():
     backend = _exact()
     scores = [
         tree_cross_validate(
-            KNeighborsClassifier(5, n_jobs=n_jobs), X, y, cv=KFold(4), method=backend
+            KNeighborsClassifier(5, n_jobs=n_jobs),
+            X,
+            y,
+            cv=KFold(4),
+            method=backend,
+            return_run_info=True,
         )["test_score"]
         for n_jobs in (1, 2, 1)
     ]
@@ -324,7 +371,13 @@ def test_native_accuracy_is_decided_by_the_task_metric(digits, native, monkeypat
     )
     scoring = "accuracy" if native else "balanced_accuracy"
     result = tree_cross_validate(
-        GaussianNB(), X, y, cv=KFold(5), method=_exact(), scoring=scoring
+        GaussianNB(),
+        X,
+        y,
+        cv=KFold(5),
+        method=_exact(),
+        scoring=scoring,
+        return_run_info=True,
     )
     assert bool(called) == native
     ref = cross_validate(GaussianNB(), X, y, cv=KFold(5), scoring=scoring)
@@ -347,7 +400,9 @@ def test_statistics_beyond_the_memory_left_raise_a_clear_error(monkeypatch):
         r"GiB, but this process may allocate only 0.00 GiB more \(the test's "
         r"limit\)\. Use fewer folds",
     ):
-        tree_cross_validate(Ridge(), X, y, cv=LeaveOneOut(), method=_exact())
+        tree_cross_validate(
+            Ridge(), X, y, cv=LeaveOneOut(), method=_exact(), return_run_info=True
+        )
 
 
 def test_leave_one_out_under_an_address_space_limit_fails_cleanly():
@@ -394,7 +449,13 @@ def test_min_categories_arrays_are_keyed_by_all_their_values():
         minimum[600] = middle
         est = CategoricalNB(min_categories=minimum)
         ours = tree_cross_validate(
-            est, X, y, cv=KFold(4), method=backend, return_estimator=True
+            est,
+            X,
+            y,
+            cv=KFold(4),
+            method=backend,
+            return_estimator=True,
+            return_run_info=True,
         )
         assert ours["estimator"][0].n_categories_[600] == middle
     assert backend.cache.misses == 2
@@ -406,7 +467,9 @@ def test_multilabel_knn_falls_back_under_auto():
     X = rng.normal(size=(60, 3))
     Y = (X[:, :2] > 0).astype(int)
     with pytest.warns(TreeCVFallbackWarning, match=r"one-dimensional y; got y of"):
-        ours = tree_cross_validate(KNeighborsClassifier(3), X, Y, cv=KFold(4))
+        ours = tree_cross_validate(
+            KNeighborsClassifier(3), X, Y, cv=KFold(4), return_run_info=True
+        )
     ref = cross_validate(KNeighborsClassifier(3), X, Y, cv=KFold(4))
     assert ours["backend"] != "exact"
     assert_array_equal(ours["test_score"], ref["test_score"])
@@ -429,7 +492,7 @@ def test_directions_the_data_does_not_vary_along_cost_no_fit(monkeypatch):
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     for alpha in (1e-3, 1.0):
         ours = tree_cross_validate(
-            Ridge(alpha=alpha), X, y, cv=KFold(5), method=_exact()
+            Ridge(alpha=alpha), X, y, cv=KFold(5), method=_exact(), return_run_info=True
         )
         ref = cross_validate(Ridge(alpha=alpha), X, y, cv=KFold(5))
         assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
@@ -446,8 +509,12 @@ def test_class_weight_fit_refuses_is_refused():
     with pytest.raises(ValueError, match=r"The classes, \[0, 1\], are not in"):
         est.fit(X, y)
     with pytest.raises(ValueError, match=r"The classes, \[0, 1\], are not in"):
-        tree_cross_validate(est, X, y, cv=KFold(4), method=_exact())
+        tree_cross_validate(
+            est, X, y, cv=KFold(4), method=_exact(), return_run_info=True
+        )
     fine = RidgeClassifier(class_weight={0: 2.0})
-    ours = tree_cross_validate(fine, X, y, cv=KFold(4), method=_exact())
+    ours = tree_cross_validate(
+        fine, X, y, cv=KFold(4), method=_exact(), return_run_info=True
+    )
     ref = cross_validate(fine, X, y, cv=KFold(4))
     assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-12)

@@ -166,7 +166,12 @@ def test_training_part_lacking_a_class(global_random_seed):
         atol=1e-12,
     )
     result = tree_cross_validate(
-        PegasosClassifier(alpha=1e-2), X, y, cv=5, classes=[0, 1, 2, 3]
+        PegasosClassifier(alpha=1e-2),
+        X,
+        y,
+        cv=5,
+        classes=[0, 1, 2, 3],
+        return_run_info=True,
     )
     assert result["backend"] == "native_tree"
 
@@ -190,14 +195,18 @@ def test_sample_weight_and_unsupported_fit_params(global_random_seed):
     )
     with pytest.raises(ValueError, match="supports only sample_weight in fit_params"):
         tree_cross_validate(
-            LeastSquaresSGDRegressor(), X, target, fit_params={"coef_init": 1}
+            LeastSquaresSGDRegressor(),
+            X,
+            target,
+            fit_params={"coef_init": 1},
+            return_run_info=True,
         )
 
 
 def test_bad_parameters_are_reported_by_the_native_tree(global_random_seed):
     X, y = _data(global_random_seed)
     with pytest.raises(ValueError, match="The 'alpha' parameter of PegasosClassifier"):
-        tree_cross_validate(PegasosClassifier(alpha=-1), X, y)
+        tree_cross_validate(PegasosClassifier(alpha=-1), X, y, return_run_info=True)
 
 
 # -- the engine's model interface (sklearn_ext._fast._tree) ---------------------------
@@ -364,10 +373,18 @@ def test_overflowing_models_raise_the_learners_error(scoring, n_jobs):
     X = X + 1.0  # no zero rows
     with pytest.raises(ValueError, match=r"overflowed .* step size \(eta_t"):
         tree_cross_validate(
-            PegasosClassifier(), X * 1e150, y, cv=8, scoring=scoring, n_jobs=n_jobs
+            PegasosClassifier(),
+            X * 1e150,
+            y,
+            cv=8,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            return_run_info=True,
         )
     with pytest.raises(ValueError, match="squared row norms overflow"):
-        tree_cross_validate(PegasosClassifier(), X * 1e300, y, cv=8, n_jobs=n_jobs)
+        tree_cross_validate(
+            PegasosClassifier(), X * 1e300, y, cv=8, n_jobs=n_jobs, return_run_info=True
+        )
 
 
 def test_the_walker_stops_at_a_non_finite_state():

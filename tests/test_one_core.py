@@ -86,7 +86,7 @@ def test_purged_splitter_refused_by_the_tree_in_every_door(cancer):
     cv = PurgedKFold()
     message = "are not the complement of its test folds"
     with pytest.raises(ValueError, match=message):
-        tree_cross_validate(PegasosClassifier(), X, y, cv=cv)
+        tree_cross_validate(PegasosClassifier(), X, y, cv=cv, return_run_info=True)
     with pytest.raises(ValueError, match=message):
         TreeCVSearchCV(PegasosClassifier(), {"alpha": [1e-3]}, cv=cv).fit(X, y)
     with pytest.raises(ValueError, match=message):
@@ -98,7 +98,9 @@ def test_purged_splitter_standard_is_cross_validate_in_every_door(cancer):
     cv = PurgedKFold()
     learner = SGDClassifier(max_iter=5, tol=None, random_state=0)
     reference = cross_validate(learner, X, y, cv=cv)["test_score"]
-    direct = tree_cross_validate(learner, X, y, cv=cv, method="standard")
+    direct = tree_cross_validate(
+        learner, X, y, cv=cv, method="standard", return_run_info=True
+    )
     search = TreeCVSearchCV(
         learner, {"alpha": [1e-4]}, cv=cv, method="standard", refit=False
     ).fit(X, y)
@@ -147,7 +149,9 @@ def test_frames_and_nan_reach_the_pipeline_in_every_door(cancer, make, nan):
     cv = KFold(4)
     grid = {"sgdclassifier__alpha": [1e-4]}
     reference = cross_validate(make(), X, y, cv=cv)["test_score"]
-    direct = tree_cross_validate(make(), X, y, cv=cv, method="standard")
+    direct = tree_cross_validate(
+        make(), X, y, cv=cv, method="standard", return_run_info=True
+    )
     search = TreeCVSearchCV(make(), grid, cv=cv, method="standard", refit=False)
     search.fit(X, y)
     value, attrs = _trial_value(make(), X, y, cv=cv, grid=grid, backend="standard")
@@ -169,7 +173,7 @@ def test_a_pipeline_has_one_outcome_in_every_door(cancer, make, nan, backend):
     grid = {"sgdclassifier__alpha": [1e-4]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TreeCVFallbackWarning)  # the imputer's
-        direct = tree_cross_validate(make(), X, y, cv=cv)
+        direct = tree_cross_validate(make(), X, y, cv=cv, return_run_info=True)
         search = TreeCVSearchCV(make(), grid, cv=cv, refit=False).fit(X, y)
         value, attrs = _trial_value(make(), X, y, cv=cv, grid=grid)
     assert direct["backend"] == attrs["backend"] == backend
@@ -187,8 +191,8 @@ def test_nested_list_X_gives_the_arrays_scores(cancer, learner):
     X, y = cancer
     name = "n_neighbors" if isinstance(learner, KNeighborsClassifier) else "alpha"
     grid = {name: [learner.get_params()[name]]}
-    arrays = tree_cross_validate(learner, X, y, cv=4)
-    lists = tree_cross_validate(learner, X.tolist(), y, cv=4)
+    arrays = tree_cross_validate(learner, X, y, cv=4, return_run_info=True)
+    lists = tree_cross_validate(learner, X.tolist(), y, cv=4, return_run_info=True)
     assert lists["backend"] == arrays["backend"]
     assert_array_equal(lists["test_score"], arrays["test_score"])
     search = TreeCVSearchCV(learner, grid, cv=4, refit=True).fit(X.tolist(), y)
@@ -204,14 +208,14 @@ def test_balanced_class_weight_falls_back_in_every_door(cancer):
     message = r"class_weight='balanced', which weighs classes by their counts"
     reference = cross_validate(learner, X, y, cv=KFold(4))["test_score"]
     with pytest.warns(TreeCVFallbackWarning, match=message):
-        direct = tree_cross_validate(learner, X, y, cv=KFold(4))
+        direct = tree_cross_validate(learner, X, y, cv=KFold(4), return_run_info=True)
     assert direct["backend"] == "standard"
     assert_array_equal(direct["test_score"], reference)
     with pytest.warns(TreeCVFallbackWarning, match=message):
         value, attrs = _trial_value(learner, X, y, cv=KFold(4), grid={"alpha": [1e-4]})
     assert attrs["backend"] == "standard"
     with pytest.raises(TypeError, match="method='treecv' cannot run SGDClassifier"):
-        tree_cross_validate(learner, X, y, cv=4, method="treecv")
+        tree_cross_validate(learner, X, y, cv=4, method="treecv", return_run_info=True)
     # scikit-learn's own search of the streaming wrapper: a clear refusal.
     grid = GridSearchCV(TreeCVEstimator(learner), {"batch_size": [64]}, cv=KFold(4))
     with pytest.raises(ValueError, match="cannot take class_weight='balanced'"):
@@ -223,7 +227,9 @@ def test_balanced_class_weight_falls_back_in_every_door(cancer):
 def test_scoring_none_for_a_clusterer_is_its_score_in_every_door():
     X, _ = load_iris(return_X_y=True)
     learner = MiniBatchKMeans(n_clusters=3, random_state=0, n_init=1)
-    direct = tree_cross_validate(learner, X, cv=5, return_estimator=True)
+    direct = tree_cross_validate(
+        learner, X, cv=5, return_estimator=True, return_run_info=True
+    )
     search = TreeCVSearchCV(learner, {"n_clusters": [3]}, cv=5, refit=False).fit(X)
     value, _ = _trial_value(learner, X, None, cv=5, grid={"n_clusters": [3]})
     assert_array_equal(_splits(search.cv_results_, 5), direct["test_score"])
@@ -242,7 +248,7 @@ def test_scoring_none_without_score_is_refused_in_every_door(learner):
     with pytest.raises(TypeError, match=message):
         cross_validate(learner, X, cv=4)
     with pytest.raises(TypeError, match=message):
-        tree_cross_validate(learner, X, cv=4)
+        tree_cross_validate(learner, X, cv=4, return_run_info=True)
     with pytest.raises(TypeError, match=message):
         TreeCVSearchCV(learner, grid, cv=4).fit(X)
     with pytest.raises(TypeError, match=message):
@@ -259,7 +265,7 @@ def test_standard_follows_the_splitters_order_for_order_sensitive_learners(cance
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter=1 does not converge
         direct = tree_cross_validate(
-            learner, X, y, groups=groups, cv=cv, method="standard"
+            learner, X, y, groups=groups, cv=cv, method="standard", return_run_info=True
         )
         search = TreeCVSearchCV(
             learner, {"alpha": [1e-4, 1e-2]}, cv=cv, method="standard"
@@ -356,7 +362,9 @@ def test_a_failing_fit_is_reported_as_cross_validate_reports_it(cancer):
         with pytest.raises(ValueError) as tree_error:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tree_cross_validate(learner, X, single, cv=KFold(4))
+                tree_cross_validate(
+                    learner, X, single, cv=KFold(4), return_run_info=True
+                )
         with pytest.raises(ValueError) as sklearn_error:
             cross_validate(learner, X, single, cv=KFold(4))
         assert "All the 4 fits failed" in str(tree_error.value)
@@ -442,10 +450,18 @@ def test_a_failing_update_is_a_failed_fit_in_every_worker(cancer, n_jobs):
     X, y = cancer
     learner = _BrokenSGD(max_iter=1, tol=None, shuffle=False)
     with pytest.raises(ValueError, match="All the 8 fits failed") as error:
-        tree_cross_validate(learner, X, y, cv=8, n_jobs=n_jobs)
+        tree_cross_validate(learner, X, y, cv=8, n_jobs=n_jobs, return_run_info=True)
     assert "the update failed" in str(error.value)
     with pytest.raises(RuntimeError, match="the update failed"):
-        tree_cross_validate(learner, X, y, cv=8, n_jobs=n_jobs, error_score="raise")
+        tree_cross_validate(
+            learner,
+            X,
+            y,
+            cv=8,
+            n_jobs=n_jobs,
+            error_score="raise",
+            return_run_info=True,
+        )
 
 
 def test_multilabel_knn_has_one_outcome_in_every_door():
@@ -456,7 +472,9 @@ def test_multilabel_knn_has_one_outcome_in_every_door():
     reference = cross_validate(KNeighborsClassifier(3), X, Y, cv=cv)["test_score"]
     grid = {"n_neighbors": [3]}
     with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
-        direct = tree_cross_validate(KNeighborsClassifier(3), X, Y, cv=cv)
+        direct = tree_cross_validate(
+            KNeighborsClassifier(3), X, Y, cv=cv, return_run_info=True
+        )
     with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
         search = TreeCVSearchCV(KNeighborsClassifier(), grid, cv=cv).fit(X, Y)
     with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):

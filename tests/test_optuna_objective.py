@@ -93,7 +93,9 @@ def test_matches_tree_cross_validate(data):
     X, y = data
     objective = TreeCVObjective(GaussianNB(), {}, X, y, cv=5, backend="standard")
     value = objective(FixedTrial({}))
-    expected = tree_cross_validate(GaussianNB(), X, y, cv=5, method="treecv")
+    expected = tree_cross_validate(
+        GaussianNB(), X, y, cv=5, method="treecv", return_run_info=True
+    )
     assert_allclose(value, expected["test_score"].mean(), rtol=1e-12)
 
 
@@ -158,7 +160,9 @@ def test_per_fold_reports_each_fold_in_a_shuffled_order(data):
         direction="maximize", pruner=optuna.pruners.WilcoxonPruner()
     )
     study.optimize(objective, n_trials=3)
-    reference = tree_cross_validate(GaussianNB(), X, y, cv=objective.cv)["test_score"]
+    reference = tree_cross_validate(
+        GaussianNB(), X, y, cv=objective.cv, return_run_info=True
+    )["test_score"]
     orders = []
     for trial in study.trials:
         attrs = trial.user_attrs["cv"]

@@ -94,7 +94,9 @@ def test_a_fold_model_is_the_pipeline_streamed_over_its_rows(cancer, order):
     seed = 0 if order == "randomized" else None
     splitter = TreeCVSplitter(5, order=order, random_state=seed)
     pipeline = _scaled_sgd()
-    result = tree_cross_validate(pipeline, X, y, cv=splitter, return_estimator=True)
+    result = tree_cross_validate(
+        pipeline, X, y, cv=splitter, return_estimator=True, return_run_info=True
+    )
     assert result["backend"] == "python_tree"
     plan = splitter.plan(X, y)
     for fold, model in enumerate(result["estimator"]):
@@ -109,7 +111,7 @@ def test_nothing_leaks_into_a_fold(cancer):
     X, y = cancer
     splitter = TreeCVSplitter(4)
     result = tree_cross_validate(
-        _scaled_sgd(), X, y, cv=splitter, return_estimator=True
+        _scaled_sgd(), X, y, cv=splitter, return_estimator=True, return_run_info=True
     )
     plan = splitter.plan(X, y)
     for fold, model in enumerate(result["estimator"]):
@@ -130,7 +132,7 @@ def test_scored_is_returned(cancer):
     assert search.best_score_ == pytest.approx(again.mean(), abs=1e-12)
     # The streaming regime is said once, with what the pipeline's fit does.
     with pytest.warns(TreeCVRegimeWarning, match="fits each step on all rows"):
-        tree_cross_validate(_scaled_sgd(), X, y, cv=3)
+        tree_cross_validate(_scaled_sgd(), X, y, cv=3, return_run_info=True)
 
 
 # -- every door --------------------------------------------------------------------
@@ -139,7 +141,12 @@ def test_every_door_streams_a_frame_through_a_column_transformer(cancer):
     frame = _frame(X, y)
     cv = TreeCVSplitter(4)
     direct = tree_cross_validate(
-        _columns_pipeline(), frame, y, cv=cv, return_estimator=True
+        _columns_pipeline(),
+        frame,
+        y,
+        cv=cv,
+        return_estimator=True,
+        return_run_info=True,
     )
     assert direct["backend"] == "python_tree"
     assert list(direct["estimator"][0].feature_names_in_) == list(frame.columns)
@@ -191,7 +198,7 @@ def test_streamable_steps_run_the_tree(cancer, transformer):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error", TreeCVFallbackWarning)
-        result = tree_cross_validate(pipeline, X[:, :8], y, cv=4)
+        result = tree_cross_validate(pipeline, X[:, :8], y, cv=4, return_run_info=True)
     assert result["backend"] == "python_tree"
     assert np.all(result["test_score"] > 0.6)
 
@@ -213,18 +220,23 @@ def test_a_step_that_cannot_stream_is_named(cancer, step, words):
     pipeline = make_pipeline(step, SGDClassifier(random_state=0))
     name = pipeline.steps[0][0]
     with pytest.warns(TreeCVFallbackWarning, match=f"its step '{name}'") as caught:
-        result = tree_cross_validate(pipeline, X[:, :5], y, cv=3)
+        result = tree_cross_validate(pipeline, X[:, :5], y, cv=3, return_run_info=True)
     assert words in str(caught[0].message)
     assert result["backend"] == "standard"
     with pytest.raises(TypeError, match=f"method='treecv' cannot run Pipeline.*{name}"):
-        tree_cross_validate(pipeline, X[:, :5], y, cv=3, method="treecv")
+        tree_cross_validate(
+            pipeline, X[:, :5], y, cv=3, method="treecv", return_run_info=True
+        )
 
 
 def test_a_final_step_without_partial_fit_falls_back(cancer):
     X, y = cancer
     pipeline = make_pipeline(StandardScaler(), LogisticRegression())
     with pytest.warns(TreeCVFallbackWarning, match="final step 'logisticregression'"):
-        assert tree_cross_validate(pipeline, X, y, cv=3)["backend"] == "standard"
+        assert (
+            tree_cross_validate(pipeline, X, y, cv=3, return_run_info=True)["backend"]
+            == "standard"
+        )
 
 
 def test_an_encoder_after_another_step_cannot_fix_its_categories(cancer):
@@ -234,7 +246,7 @@ def test_an_encoder_after_another_step_cannot_fix_its_categories(cancer):
         FunctionTransformer(), OneHotEncoder(), SGDClassifier(random_state=0)
     )
     with pytest.warns(TreeCVFallbackWarning, match="categories='auto' is learnt"):
-        tree_cross_validate(pipeline, frame, y, cv=3)
+        tree_cross_validate(pipeline, frame, y, cv=3, return_run_info=True)
 
 
 # -- StreamingPipeline itself ---------------------------------------------------------

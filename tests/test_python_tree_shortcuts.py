@@ -240,6 +240,7 @@ def test_shortcuts_give_the_same_fold_scores_and_models(learner, order, data):
                 order=order,
                 random_state=0,
                 return_estimator=True,
+                return_run_info=True,
             )
         )
     fast, reference = results
@@ -282,7 +283,9 @@ def test_shortcuts_need_finite_numeric_rows():
     X[5, 3] = np.nan  # in the left half: not in the run's first update
     est = SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
     with pytest.raises(ValueError, match="NaN"):
-        tree_cross_validate(est, X, y, cv=4, method=PythonTreeBackend())
+        tree_cross_validate(
+            est, X, y, cv=4, method=PythonTreeBackend(), return_run_info=True
+        )
 
 
 def test_shortcuts_apply_only_where_they_are_exact():

@@ -40,7 +40,7 @@ def test_the_reported_gap_is_close_to_the_true_gap(digits, learner):
     X, y = digits
     cv = TreeCVSplitter(10)
     with pytest.warns(TreeCVRegimeWarning, match=r"Measured on \d+ splits"):
-        tree = tree_cross_validate(learner, X, y, cv=cv)
+        tree = tree_cross_validate(learner, X, y, cv=cv, return_run_info=True)
     own = cross_validate(learner, X, y, cv=cv)["test_score"]
     gap = tree["regime_gap"]
     n = len(gap["splits"])
@@ -56,10 +56,14 @@ def test_no_gap_where_the_tree_is_the_learners_fit(digits):
     X, y = digits
     with warnings.catch_warnings():
         warnings.simplefilter("error", TreeCVRegimeWarning)
-        result = tree_cross_validate(PegasosClassifier(), X, y, cv=5)
+        result = tree_cross_validate(
+            PegasosClassifier(), X, y, cv=5, return_run_info=True
+        )
         one_pass = SGDClassifier(max_iter=1, tol=None, shuffle=False)
-        standard = tree_cross_validate(SGDClassifier(), X, y, cv=5, method="standard")
-        tree_cross_validate(one_pass, X, y, cv=5)
+        standard = tree_cross_validate(
+            SGDClassifier(), X, y, cv=5, method="standard", return_run_info=True
+        )
+        tree_cross_validate(one_pass, X, y, cv=5, return_run_info=True)
     assert "regime_gap" not in result and "regime_gap" not in standard
 
 

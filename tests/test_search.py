@@ -149,7 +149,7 @@ def test_grid_search_matches_tree_cross_validate(digits, tmp_path, n_jobs, backe
     with parallel_config(backend=backend):
         search.fit(X, y)
     for i, alpha in enumerate([1e-4, 1e-2]):
-        ref = tree_cross_validate(_sgd(alpha=alpha), X, y, cv=cv)
+        ref = tree_cross_validate(_sgd(alpha=alpha), X, y, cv=cv, return_run_info=True)
         split_scores = [search.cv_results_[f"split{j}_test_score"][i] for j in range(6)]
         assert_array_equal(split_scores, ref["test_score"])
     assert list(tmp_path.glob("*.state"))
@@ -242,10 +242,10 @@ def test_tree_cv_estimator_bad_params(digits, params, error, message):
 def test_tree_search_results_match_tree_cross_validate(digits):
     X, y = digits
     grid = {"alpha": [1e-4, 1e-2], "loss": ["hinge", "log_loss"]}
-    search = TreeCVSearchCV(_sgd(), grid, cv=5).fit(X, y)
+    search = TreeCVSearchCV(_sgd(), grid, cv=5, return_run_info=True).fit(X, y)
     results = search.cv_results_
     for i, params in enumerate(results["params"]):
-        ref = tree_cross_validate(_sgd(**params), X, y, cv=5)
+        ref = tree_cross_validate(_sgd(**params), X, y, cv=5, return_run_info=True)
         for j in range(5):
             assert results[f"split{j}_test_score"][i] == ref["test_score"][j]
         assert results["n_samples_fed"][i] == ref["n_samples_fed"]
@@ -398,7 +398,9 @@ def test_tree_search_runs_native_learners_on_the_native_tree(digits):
     grid = {"alpha": [1e-4, 1e-2]}
     search = TreeCVSearchCV(PegasosClassifier(), grid, cv=5, refit=False).fit(X, y)
     for i, alpha in enumerate([1e-4, 1e-2]):
-        ref = tree_cross_validate(PegasosClassifier(alpha=alpha), X, y, cv=5)
+        ref = tree_cross_validate(
+            PegasosClassifier(alpha=alpha), X, y, cv=5, return_run_info=True
+        )
         assert ref["backend"] == "native_tree"
         split_scores = [search.cv_results_[f"split{j}_test_score"][i] for j in range(5)]
         assert_array_equal(split_scores, ref["test_score"])

@@ -66,11 +66,9 @@ def _both(estimator, grid, X, y, **kwargs):
 def assert_same_results(tree, reference):
     """Equal cv_results_ (but timings) and best_* attributes."""
     results, expected = tree.cv_results_, reference.cv_results_
-    # The added columns: rows fed and the backend's engine extras, nothing else.
-    added = set(results) - set(expected)
-    assert "n_samples_fed" in added
-    assert not any(k.startswith(("split", "mean_", "std_", "rank_")) for k in added)
-    assert [k for k in results if k not in added] == list(expected)
+    # Exactly GridSearchCV's keys, in its order (the run's measurements only
+    # with return_run_info=True).
+    assert list(results) == list(expected)
     for key, value in expected.items():
         got = results[key]
         if key == "params":
@@ -114,6 +112,20 @@ def test_cv_results_equal_grid_search(data, learner, kwargs):
     X, y = data
     estimator, grid = LEARNERS[learner]
     assert_same_results(*_both(estimator, grid, X, y, **kwargs))
+
+
+def test_run_info_adds_columns_and_nothing_else(data):
+    X, y = data
+    estimator, grid = LEARNERS["python"]
+    kwargs = {"cv": TreeCVSplitter(4)}
+    plain = TreeCVSearchCV(estimator, grid, **kwargs).fit(X, y)
+    info = TreeCVSearchCV(estimator, grid, return_run_info=True, **kwargs).fit(X, y)
+    added = set(info.cv_results_) - set(plain.cv_results_)
+    assert "n_samples_fed" in added
+    assert not any(k.startswith(("split", "mean_", "std_", "rank_")) for k in added)
+    assert [k for k in info.cv_results_ if k not in added] == list(plain.cv_results_)
+    fed = TreeCVSplitter(4).plan(X).n_samples_fed()
+    assert_array_equal(info.cv_results_["n_samples_fed"], [fed] * len(grid["alpha"]))
 
 
 def test_callable_scoring_returning_a_dict(data):
@@ -477,7 +489,12 @@ def test_tree_cross_validate_error_score_as_cross_validate(data):
     first_label = y[next(cv.split(X, y))[1][0]]
     with pytest.warns(UserWarning, match="Scoring failed"):
         ours = tree_cross_validate(
-            MultinomialNB(), X, y, cv=cv, scoring=fails_on_first_fold
+            MultinomialNB(),
+            X,
+            y,
+            cv=cv,
+            scoring=fails_on_first_fold,
+            return_run_info=True,
         )
     with pytest.warns(UserWarning, match="Scoring failed"):
         theirs = cross_validate(
@@ -492,6 +509,7 @@ def test_tree_cross_validate_error_score_as_cross_validate(data):
             cv=cv,
             scoring=fails_on_first_fold,
             error_score="raise",
+            return_run_info=True,
         )
 
 
@@ -502,7 +520,9 @@ def test_tree_cross_validate_fold_models_keep_feature_names(data):
     X, y = data
     frame = pd.DataFrame(X, columns=[f"pixel{i}" for i in range(X.shape[1])])
     for estimator in (MultinomialNB(), PegasosClassifier()):
-        result = tree_cross_validate(estimator, frame, y, cv=3, return_estimator=True)
+        result = tree_cross_validate(
+            estimator, frame, y, cv=3, return_estimator=True, return_run_info=True
+        )
         for model in result["estimator"]:
             assert_array_equal(model.feature_names_in_, frame.columns)
 
@@ -545,7 +565,12 @@ def test_precomputed_kernels_are_sliced_by_rows_and_columns():
     reference = cross_val_score(SVC(kernel="precomputed"), kernel, y, cv=cv)
     for method in ("standard", "auto"):
         ours = tree_cross_validate(
-            SVC(kernel="precomputed"), kernel, y, cv=cv, method=method
+            SVC(kernel="precomputed"),
+            kernel,
+            y,
+            cv=cv,
+            method=method,
+            return_run_info=True,
         )
         assert_allclose(ours["test_score"], reference)
     search = TreeCVSearchCV(

@@ -290,7 +290,7 @@ def test_labels_outside_minus_one_zero_one(bad_y, shown):
     with pytest.raises(ValueError, match=message):
         model.score(X, y)
     with pytest.raises(ValueError, match=message):
-        tree_cross_validate(_detector(), X, y, cv=3)
+        tree_cross_validate(_detector(), X, y, cv=3, return_run_info=True)
 
 
 def test_nan_label():
@@ -322,7 +322,7 @@ def test_hyperparameters_out_of_range(params, name, shown):
     for call in (
         lambda: SSAD(**params).fit(X, y),
         lambda: SSAD(**params).partial_fit(X, y),
-        lambda: tree_cross_validate(SSAD(**params), X, y, cv=3),
+        lambda: tree_cross_validate(SSAD(**params), X, y, cv=3, return_run_info=True),
     ):
         with pytest.raises(InvalidParameterError, match=pattern):
             call()
@@ -431,7 +431,9 @@ def test_native_tree_resolves_gamma_scale_once_from_all_rows(order):
 
 def test_native_tree_is_close_to_standard_cv():
     X, y, labeled = _data(n_normal=600, n_anomalies=60)
-    tree = tree_cross_validate(_detector(), X, y, cv=5, fit_params={"labeled": labeled})
+    tree = tree_cross_validate(
+        _detector(), X, y, cv=5, fit_params={"labeled": labeled}, return_run_info=True
+    )
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     standard = cross_validate(_detector(), X, y, cv=cv, params={"labeled": labeled})
     assert tree["test_score"].mean() > 0.9
@@ -441,7 +443,7 @@ def test_native_tree_is_close_to_standard_cv():
 def test_int_cv_stratifies_on_the_labels():
     X, y, labeled = _data()
     result = tree_cross_validate(
-        _detector(), X, y, cv=10, fit_params={"labeled": labeled}
+        _detector(), X, y, cv=10, fit_params={"labeled": labeled}, return_run_info=True
     )
     assert np.all(np.isfinite(result["test_score"]))
     plan = StratifiedTreeCVSplitter(10).plan(X, y)
@@ -469,10 +471,15 @@ def test_native_tree_bad_fit_params_and_missing_labels():
     X, y, labeled = _data()
     with pytest.raises(ValueError, match=r"supports only 'labeled'.*sample_weight"):
         tree_cross_validate(
-            _detector(), X, y, cv=3, fit_params={"sample_weight": np.ones(len(y))}
+            _detector(),
+            X,
+            y,
+            cv=3,
+            fit_params={"sample_weight": np.ones(len(y))},
+            return_run_info=True,
         )
     with pytest.raises(ValueError, match="needs the true labels y"):
-        tree_cross_validate(_detector(), X, None, cv=3)
+        tree_cross_validate(_detector(), X, None, cv=3, return_run_info=True)
     # Without labels, another scoring works (one-class CV).
     result = tree_cross_validate(
         _detector(),
@@ -480,6 +487,7 @@ def test_native_tree_bad_fit_params_and_missing_labels():
         None,
         cv=3,
         scoring=lambda m, X, y=None: m.decision_function(X).mean(),
+        return_run_info=True,
     )
     assert np.all(np.isfinite(result["test_score"]))
 
@@ -499,12 +507,18 @@ def test_fold_without_anomalies_raises(engine):
             cv=KFold(5),
             method=method,
             error_score="raise",
+            return_run_info=True,
         )
     if engine == "python":
         # As cross_validate: by default the fold is scored nan, with a warning.
         with pytest.warns(UserWarning, match="Scoring failed"):
             result = tree_cross_validate(
-                _detector(), X[order], y[order], cv=KFold(5), method=method
+                _detector(),
+                X[order],
+                y[order],
+                cv=KFold(5),
+                method=method,
+                return_run_info=True,
             )
         assert np.isnan(result["test_score"]).any()
 
@@ -512,11 +526,16 @@ def test_fold_without_anomalies_raises(engine):
 def test_labeled_mask_routed_through_tree_cross_validate():
     X, y, labeled = _data()
     with_mask = tree_cross_validate(
-        _detector(), X, y, cv=5, fit_params={"labeled": labeled}
+        _detector(), X, y, cv=5, fit_params={"labeled": labeled}, return_run_info=True
     )
-    all_revealed = tree_cross_validate(_detector(), X, y, cv=5)
+    all_revealed = tree_cross_validate(_detector(), X, y, cv=5, return_run_info=True)
     none_revealed = tree_cross_validate(
-        _detector(), X, y, cv=5, fit_params={"labeled": np.zeros(len(y), bool)}
+        _detector(),
+        X,
+        y,
+        cv=5,
+        fit_params={"labeled": np.zeros(len(y), bool)},
+        return_run_info=True,
     )
     assert not np.array_equal(with_mask["test_score"], all_revealed["test_score"])
     assert not np.array_equal(with_mask["test_score"], none_revealed["test_score"])
@@ -530,6 +549,7 @@ def test_labeled_mask_routed_through_tree_cross_validate():
         method="standard",
         fit_params={"labeled": labeled},
         return_estimator=True,
+        return_run_info=True,
     )["estimator"]
     for fold, model in enumerate(models):
         reference = _detector()
@@ -544,7 +564,12 @@ def test_labeled_mask_routed_through_search():
     search = TreeCVSearchCV(_detector(), grid, cv=4).fit(X, y, labeled=labeled)
     for i, params in enumerate(search.cv_results_["params"]):
         expected = tree_cross_validate(
-            _detector(**params), X, y, cv=4, fit_params={"labeled": labeled}
+            _detector(**params),
+            X,
+            y,
+            cv=4,
+            fit_params={"labeled": labeled},
+            return_run_info=True,
         )
         assert search.cv_results_["mean_test_score"][i] == pytest.approx(
             expected["test_score"].mean()
@@ -578,6 +603,7 @@ def test_labeled_mask_routed_through_optuna_objective():
             y,
             cv=TreeCVSplitter(4),
             fit_params={"labeled": labeled},
+            return_run_info=True,
         )
         assert trial.value == pytest.approx(expected["test_score"].mean())
         assert trial.user_attrs["cv"]["backend"] == "native_tree"

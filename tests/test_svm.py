@@ -210,8 +210,10 @@ def test_backend_choice_and_tree_cross_validate(binary_data):
     with pytest.raises(TypeError, match="alpha_seeding"):
         choose_backend(KFold(), "alpha_seeding")
     cv = StratifiedKFold(4)
-    ours = tree_cross_validate(SVC(C=5.0, gamma=0.1), X, y, cv=cv)
-    ref = tree_cross_validate(SVC(C=5.0, gamma=0.1), X, y, cv=cv, method="standard")
+    ours = tree_cross_validate(SVC(C=5.0, gamma=0.1), X, y, cv=cv, return_run_info=True)
+    ref = tree_cross_validate(
+        SVC(C=5.0, gamma=0.1), X, y, cv=cv, method="standard", return_run_info=True
+    )
     assert ours["backend"] == "alpha_seeding"
     assert np.mean(np.abs(ours["test_score"] - ref["test_score"]) < 1e-9) >= 0.75
 
@@ -262,7 +264,7 @@ def test_one_class_in_a_training_fold():
     y[:] = 0
     y[:4] = 1  # class 1 only in the first fold
     plan = FoldPlan([np.arange(0, 10), np.arange(10, 40)], n_samples=40)
-    with pytest.raises(ValueError, match=r"fold 0 has no sample of class\(es\) \[1\]"):
+    with pytest.raises(TypeError, match=r"split 0 has no sample of class\(es\) \[1\]"):
         alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=plan)
 
 
@@ -288,7 +290,12 @@ def test_cv_precomputed_and_scorer_match_rbf(binary_data):
     )
     assert bal["test_score"].shape == (4,)
     via_tree = tree_cross_validate(
-        AlphaSeededSVC(C=5.0, kernel="precomputed"), K, y, cv=4, scoring="f1"
+        AlphaSeededSVC(C=5.0, kernel="precomputed"),
+        K,
+        y,
+        cv=4,
+        scoring="f1",
+        return_run_info=True,
     )
     assert via_tree["backend"] == "alpha_seeding"
 

@@ -117,7 +117,13 @@ def test_an_error_in_a_chain_reaches_the_caller(chains_on_small_data):
     plan = FoldPlan(folds, n_samples=60)
     with pytest.raises(ValueError, match="training part of fold 4 has no sample"):
         tree_cross_validate(
-            AlphaSeededSVC(gamma=0.5), X, y, cv=plan, method="alpha_seeding", n_jobs=2
+            AlphaSeededSVC(gamma=0.5),
+            X,
+            y,
+            cv=plan,
+            method="alpha_seeding",
+            n_jobs=2,
+            return_run_info=True,
         )
     assert _chain_threads() == []
 
@@ -175,8 +181,12 @@ def test_kfold_default_n_jobs_uses_chains(svm_binary, chains_on_small_data):
     # The default (n_jobs=None) runs as many chains as there are threads to use.
     X, y = svm_binary
     plan = FoldPlan.from_cv(KFold(6, shuffle=True, random_state=1), X, y)
-    result = tree_cross_validate(AlphaSeededSVC(gamma=0.2), X, y, cv=plan)
-    ref = tree_cross_validate(AlphaSeededSVC(gamma=0.2), X, y, cv=plan, n_jobs=1)
+    result = tree_cross_validate(
+        AlphaSeededSVC(gamma=0.2), X, y, cv=plan, return_run_info=True
+    )
+    ref = tree_cross_validate(
+        AlphaSeededSVC(gamma=0.2), X, y, cv=plan, n_jobs=1, return_run_info=True
+    )
     assert result["backend"] == "alpha_seeding"
     if available_threads() > 1:
         # A second chain starts cold: more iterations than one chain.

@@ -182,6 +182,7 @@ def test_neg_log_loss_through_tree_cross_validate(cancer):
         scoring=["neg_log_loss", "roc_auc", "accuracy"],
         method=AlphaSeedingBackend(),
         return_estimator=True,
+        return_run_info=True,
     )
     assert ours["backend"] == "alpha_seeding"
     with warnings.catch_warnings():

@@ -54,12 +54,16 @@ def digits():
 def test_naive_bayes_equals_cross_validate_k10(estimator, digits):
     X, y = digits
     # "auto" would pick the exact statistics backend: the tree is asked for.
-    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(10), method="treecv")
+    ours = tree_cross_validate(
+        estimator, X, y, cv=TreeCVSplitter(10), method="treecv", return_run_info=True
+    )
     ref = cross_validate(estimator, X, y, cv=KFold(10))
     assert_array_equal(ours["test_score"], ref["test_score"])
     assert ours["backend"] == "python_tree"
     # An int cv stratifies for classifiers, as scikit-learn's cross_validate does.
-    ours = tree_cross_validate(estimator, X, y, cv=10, method="treecv")
+    ours = tree_cross_validate(
+        estimator, X, y, cv=10, method="treecv", return_run_info=True
+    )
     ref = cross_validate(estimator, X, y, cv=StratifiedKFold(10))
     assert_array_equal(ours["test_score"], ref["test_score"])
 
@@ -67,7 +71,9 @@ def test_naive_bayes_equals_cross_validate_k10(estimator, digits):
 @pytest.mark.parametrize("estimator", [MultinomialNB(), BernoulliNB()])
 def test_naive_bayes_leave_one_out(estimator, digits):
     X, y = digits[0][:300], digits[1][:300]
-    ours = tree_cross_validate(estimator, X, y, cv=TreeCVSplitter(300), method="treecv")
+    ours = tree_cross_validate(
+        estimator, X, y, cv=TreeCVSplitter(300), method="treecv", return_run_info=True
+    )
     ref = cross_validate(estimator, X, y, cv=LeaveOneOut())
     assert_array_equal(ours["test_score"], ref["test_score"])
     assert ours["n_samples_fed"] <= (math.log2(300) + 1) * 300
@@ -95,7 +101,13 @@ def test_property_treecv_equals_standard_for_multinomial_nb(counts):
         return est.predict_log_proba(X)[np.arange(len(y)), y].sum()
 
     ours = tree_cross_validate(
-        MultinomialNB(), X, y, cv=cv, scoring=log_likelihood, method="treecv"
+        MultinomialNB(),
+        X,
+        y,
+        cv=cv,
+        scoring=log_likelihood,
+        method="treecv",
+        return_run_info=True,
     )
     # Reference: one model per fold from a single batch update on all its rows.
     ref = [
@@ -115,10 +127,14 @@ def test_property_treecv_equals_standard_for_multinomial_nb(counts):
 def test_sgd_tree_equals_standard_with_same_order(order, n_jobs, global_random_seed):
     # The reference is standard CV of the one-pass estimator (its fit is the
     # regime the tree scores); method="standard" on SGDClassifier itself would
-    # score its own fit (1000 epochs).
+    # score its own fit (1000 epochs). A TreeCVSplitter lists each fold's
+    # training rows in the tree's feeding order (an int cv lists them as
+    # StratifiedKFold does, for the standard backend).
     X, y = load_iris(return_X_y=True)
     est = SGDClassifier(random_state=global_random_seed)
-    kwargs = dict(cv=8, order=order, random_state=global_random_seed, n_jobs=n_jobs)
+    seed = global_random_seed if order == "randomized" else None
+    cv = StratifiedTreeCVSplitter(8, order=order, random_state=seed)
+    kwargs = dict(cv=cv, n_jobs=n_jobs, return_run_info=True)
     with parallel_config(backend="threading"), pytest.warns(TreeCVRegimeWarning):
         tree = tree_cross_validate(est, X, y, return_estimator=True, **kwargs)
     with parallel_config(backend="threading"):
@@ -145,15 +161,17 @@ def test_invalid_parameters_are_refused_before_any_note(digits, estimator, name)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(InvalidParameterError, match=pattern):
-            tree_cross_validate(estimator, X, np.where(y % 2, 1, -1), cv=3)
+            tree_cross_validate(
+                estimator, X, np.where(y % 2, 1, -1), cv=3, return_run_info=True
+            )
 
 
 @REGIME_NOTE
 def test_parallel_processes_match_sequential(digits):
     X, y = digits
     est = SGDClassifier(random_state=0)
-    seq = tree_cross_validate(est, X, y, cv=16)
-    par = tree_cross_validate(est, X, y, cv=16, n_jobs=2)
+    seq = tree_cross_validate(est, X, y, cv=16, return_run_info=True)
+    par = tree_cross_validate(est, X, y, cv=16, n_jobs=2, return_run_info=True)
     assert_array_equal(seq["test_score"], par["test_score"])
     assert seq["n_samples_fed"] == par["n_samples_fed"]
 
@@ -162,14 +180,17 @@ def test_parallel_processes_match_sequential(digits):
 def test_regression_and_fit_time_accounting():
     X, y = load_diabetes(return_X_y=True)
     est = SGDRegressor(random_state=0)
-    tree = tree_cross_validate(est, X, y, cv=5, scoring="neg_mean_squared_error")
+    tree = tree_cross_validate(
+        est, X, y, cv=5, scoring="neg_mean_squared_error", return_run_info=True
+    )
     ref = tree_cross_validate(
         one_pass_estimator(est),
         X,
         y,
-        cv=5,
+        cv=TreeCVSplitter(5),  # an int would list the rows as KFold does
         scoring="neg_mean_squared_error",
         method="standard",
+        return_run_info=True,
     )
     assert_array_equal(tree["test_score"], ref["test_score"])
     assert np.all(tree["fit_time"] >= 0) and np.all(tree["score_time"] > 0)
@@ -184,7 +205,9 @@ def test_clustering_scoring_none_is_the_estimators_score():
     # (minus the test rows' inertia), in every door.
     X, _ = load_iris(return_X_y=True)
     est = MiniBatchKMeans(n_clusters=3, random_state=0, n_init=1)
-    result = tree_cross_validate(est, X, cv=5, return_estimator=True)
+    result = tree_cross_validate(
+        est, X, cv=5, return_estimator=True, return_run_info=True
+    )
     plan = TreeCVSplitter(5).plan(X)
     for fold, model in enumerate(result["estimator"]):
         expected = model.score(X[plan.test_indices(fold)])
@@ -221,7 +244,11 @@ def test_density_scored_by_mean_log_likelihood():
         return est.score_samples(X).mean()
 
     tree = tree_cross_validate(
-        IncrementalGaussian(), X, cv=TreeCVSplitter(7), scoring=scoring
+        IncrementalGaussian(),
+        X,
+        cv=TreeCVSplitter(7),
+        scoring=scoring,
+        return_run_info=True,
     )
     ref = cross_validate(IncrementalGaussian(), X, cv=KFold(7), scoring=scoring)
     assert_allclose(tree["test_score"], ref["test_score"], rtol=1e-10)
@@ -248,7 +275,9 @@ class SnapshotNB(MultinomialNB):
 def test_snapshot_restore_strategy(digits):
     X, y = digits
     SnapshotNB.snapshots = 0
-    ours = tree_cross_validate(SnapshotNB(), X, y, cv=TreeCVSplitter(6))
+    ours = tree_cross_validate(
+        SnapshotNB(), X, y, cv=TreeCVSplitter(6), return_run_info=True
+    )
     ref = cross_validate(MultinomialNB(), X, y, cv=KFold(6))
     assert_array_equal(ours["test_score"], ref["test_score"])
     assert SnapshotNB.snapshots == 5  # one per internal node
@@ -258,13 +287,18 @@ def test_snapshot_restore_strategy(digits):
 def test_multimetric_and_callable_scoring(digits):
     X, y = digits
     result = tree_cross_validate(
-        MultinomialNB(), X, y, cv=4, scoring=["accuracy", "f1_macro"]
+        MultinomialNB(),
+        X,
+        y,
+        cv=4,
+        scoring=["accuracy", "f1_macro"],
+        return_run_info=True,
     )
     assert {"test_accuracy", "test_f1_macro"} <= set(result)
     ref = cross_validate(MultinomialNB(), X, y, cv=4, scoring=["accuracy", "f1_macro"])
     assert_array_equal(result["test_f1_macro"], ref["test_f1_macro"])
     custom = tree_cross_validate(
-        MultinomialNB(), X, y, cv=4, scoring=lambda est, X, y: 1.0
+        MultinomialNB(), X, y, cv=4, scoring=lambda est, X, y: 1.0, return_run_info=True
     )
     assert_array_equal(custom["test_score"], np.ones(4))
 
@@ -279,6 +313,7 @@ def test_sample_weight_is_sliced_per_update(digits):
         cv=TreeCVSplitter(5),
         fit_params={"sample_weight": weights},
         scoring="neg_log_loss",
+        return_run_info=True,
     )
     ref = cross_validate(
         MultinomialNB(),
@@ -295,7 +330,9 @@ def test_group_kfold_folds_are_kept(digits):
     X, y = digits
     groups = np.arange(len(y)) % 7
     cv = GroupKFold(7)
-    ours = tree_cross_validate(MultinomialNB(), X, y, groups=groups, cv=cv)
+    ours = tree_cross_validate(
+        MultinomialNB(), X, y, groups=groups, cv=cv, return_run_info=True
+    )
     ref = cross_validate(MultinomialNB(), X, y, groups=groups, cv=cv)
     assert_array_equal(ours["test_score"], ref["test_score"])
 
@@ -308,19 +345,31 @@ def test_missing_class_in_a_training_part():
     # Chunk 0 holds every sample of class 0: fold 0's model never sees it.
     cv = KFold(3)
     result = tree_cross_validate(
-        SGDClassifier(random_state=0), X, y, cv=cv, return_estimator=True
+        SGDClassifier(random_state=0),
+        X,
+        y,
+        cv=cv,
+        return_estimator=True,
+        return_run_info=True,
     )
     assert_array_equal(result["estimator"][0].classes_, [0, 1, 2])
     assert result["test_score"][0] == 0.0
     with pytest.raises(ValueError, match=r"\[2\] are missing from \[0, 1\]"):
-        tree_cross_validate(SGDClassifier(), X, y, cv=cv, classes=[0, 1])
+        tree_cross_validate(
+            SGDClassifier(), X, y, cv=cv, classes=[0, 1], return_run_info=True
+        )
 
 
 def test_standard_method_runs_any_estimator(digits):
     X, y = digits[0][:400], digits[1][:400]
     est = LogisticRegression(max_iter=200)
     ours = tree_cross_validate(
-        est, X, y, cv=StratifiedTreeCVSplitter(4), method="standard"
+        est,
+        X,
+        y,
+        cv=StratifiedTreeCVSplitter(4),
+        method="standard",
+        return_run_info=True,
     )
     ref = cross_validate(est, X, y, cv=StratifiedKFold(4))
     assert_allclose(ours["test_score"], ref["test_score"])
@@ -329,8 +378,10 @@ def test_standard_method_runs_any_estimator(digits):
 
 def test_sparse_input(digits):
     X, y = digits
-    ours = tree_cross_validate(MultinomialNB(), sparse.csr_matrix(X), y, cv=5)
-    ref = tree_cross_validate(MultinomialNB(), X, y, cv=5)
+    ours = tree_cross_validate(
+        MultinomialNB(), sparse.csr_matrix(X), y, cv=5, return_run_info=True
+    )
+    ref = tree_cross_validate(MultinomialNB(), X, y, cv=5, return_run_info=True)
     assert_array_equal(ours["test_score"], ref["test_score"])
 
 
@@ -379,14 +430,14 @@ def test_sparse_input(digits):
         (
             np.ones((10, 2)),
             np.arange(10) % 2,
-            {"cv": ShuffleSplit(3)},
+            {"cv": ShuffleSplit(3), "method": "treecv"},
             ValueError,
             "do not partition the samples",
         ),
         (
             np.ones((10, 2)),
             np.arange(10) % 2,
-            {"cv": TimeSeriesSplit(3)},
+            {"cv": TimeSeriesSplit(3), "method": "treecv"},
             ValueError,
             "do not partition the samples",
         ),
@@ -436,7 +487,9 @@ def test_estimator_without_partial_fit():
     X, y = load_iris(return_X_y=True)
     # method="auto" falls back to standard CV, with a warning.
     with pytest.warns(TreeCVFallbackWarning, match="LogisticRegression"):
-        result = tree_cross_validate(LogisticRegression(max_iter=1000), X, y)
+        result = tree_cross_validate(
+            LogisticRegression(max_iter=1000), X, y, return_run_info=True
+        )
     assert result["backend"] == "standard"
     # A method named explicitly refuses.
     with pytest.raises(
@@ -444,7 +497,9 @@ def test_estimator_without_partial_fit():
         match=r"method='treecv' cannot run LogisticRegression: it has no "
         r"partial_fit method.*method='standard'",
     ):
-        tree_cross_validate(LogisticRegression(), X, y, method="treecv")
+        tree_cross_validate(
+            LogisticRegression(), X, y, method="treecv", return_run_info=True
+        )
 
 
 class OrderSensitive(ClassifierMixin, BaseEstimator):
@@ -468,7 +523,9 @@ def test_models_see_the_splitters_training_order():
     X = np.arange(20, dtype=float).reshape(-1, 1)
     y = np.arange(20) % 2
     cv = TreeCVSplitter(5, order="randomized", random_state=3)
-    result = tree_cross_validate(OrderSensitive(), X, y, cv=cv, return_estimator=True)
+    result = tree_cross_validate(
+        OrderSensitive(), X, y, cv=cv, return_estimator=True, return_run_info=True
+    )
     for (train, _), model in zip(cv.split(X, y), result["estimator"], strict=True):
         # A learner not known to be batch-invariant is fed through TreeCVEstimator.
         assert model.estimator_.rows_ == train.tolist()

@@ -609,7 +609,10 @@ def test_search_keeps_the_users_store(separable):
     X, y = separable
     store = WarmStartStore()
     search = TreeCVSearchCV(
-        AlphaSeededSVC(gamma=0.05, warm_start_store=store), {"C": CS}, cv=3
+        AlphaSeededSVC(gamma=0.05, warm_start_store=store),
+        {"C": CS},
+        cv=3,
+        return_run_info=True,
     ).fit(X, y)
     assert search.cv_results_["warm_start_hits"].sum() > 0
     assert len(store) == 3 * len(CS) + 1  # every fold at every C, and the refit

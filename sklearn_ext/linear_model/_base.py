@@ -26,6 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_is_fitted,
+    column_or_1d,
     validate_data,
 )
 
@@ -266,6 +267,8 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
     def _native_targets(self, y, classes) -> np.ndarray:
         """``y`` as the kernel reads it, for the whole data set of a CV run."""
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)  # as fit takes a column vector
         if y.ndim != 1:
             raise ValueError(
                 f"{type(self).__name__} needs a 1d target y, got shape {y.shape}."
@@ -376,7 +379,8 @@ class BaseNativeClassifier(ClassifierMixin, BaseNativeSGD):
     _native_metrics = ("accuracy",)
 
     def _native_targets(self, y, classes) -> np.ndarray:
-        y = np.asarray(y)
+        # A column vector is taken as fit takes it (with a DataConversionWarning).
+        y = column_or_1d(y, warn=True)
         self._prepare_targets(y, classes, first_call=True)
         return self._encode_y(y)
 

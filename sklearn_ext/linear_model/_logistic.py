@@ -98,13 +98,36 @@ class LogisticSGDClassifier(PegasosClassifier):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        scores = expit(self._decision(X))
+        decision = self._decision(X)
+        scores = expit(decision)
         if scores.shape[1] == 1:
-            return np.hstack([1.0 - scores, scores])
-        total = scores.sum(axis=1, keepdims=True)
-        total[total == 0.0] = 1.0
-        return scores / total
+            proba = np.hstack([1.0 - scores, scores])
+            predicted = (decision[:, 0] > 0).astype(np.intp)
+        else:
+            total = scores.sum(axis=1, keepdims=True)
+            total[total == 0.0] = 1.0
+            proba = scores / total
+            predicted = decision.argmax(axis=1)
+        return _ties_broken_as_predicted(proba, predicted)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         return np.log(self.predict_proba(X))
+
+
+def _ties_broken_as_predicted(proba: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """``proba`` whose row-wise argmax is ``predicted`` (:meth:`predict`'s class).
+
+    Very confident rows saturate the sigmoid: two classes with decisions of 90
+    and 180 both get ``expit = 1.0`` in float64, so their normalised
+    probabilities are equal (0.5 and 0.5) although the exact ones differ by
+    about ``exp(-90)`` in the order of the decisions. ``argmax`` would then
+    pick the first of the tied classes while :meth:`predict` picks the larger
+    decision; the predicted class's probability is raised by one unit in the
+    last place, which is within the rounding of the tie, so the two agree.
+    """
+    rows = np.flatnonzero(proba.argmax(axis=1) != predicted)
+    if rows.size:
+        cols = predicted[rows]
+        proba[rows, cols] = np.nextafter(proba[rows].max(axis=1), np.inf)
+    return proba

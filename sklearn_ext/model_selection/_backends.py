@@ -8,6 +8,7 @@ every backend lets the exception through and stops training.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import time
@@ -19,10 +20,12 @@ from traceback import format_exc
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags
+from sklearn.utils.validation import _is_arraylike, _make_indexable, _num_samples
 
 from sklearn_ext.model_selection._estimator import (
     TreeCVEstimator,
@@ -251,12 +254,16 @@ class CVTask:
     error_score: Any = "raise"
     #: The names of the metrics ``scorer`` returns (``("score",)`` for one).
     names: tuple[str, ...] = ("score",)
+    pre_dispatch: Any = "2*n_jobs"  # joblib's, for a backend's fold jobs
+    #: ``around_fit((split, model, X, y, params))``: the context of each fold's
+    #: own ``fit`` (scikit-learn's callback hooks).
+    around_fit: Callable[..., Any] = contextlib.nullcontext
 
     def rows(self, indices: np.ndarray) -> tuple[Any, Any, dict[str, Any]]:
         """``X``, ``y`` and sample-aligned fit params restricted to ``indices``."""
         key = _as_slice(indices)
         X = _take(self.X, key)
-        y = None if self.y is None else self.y[key]
+        y = None if self.y is None else _take(self.y, key)
         return X, y, _restricted(self.fit_params, indices, self.plan.n_samples)
 
     def score(
@@ -332,7 +339,7 @@ def _as_slice(indices: np.ndarray) -> np.ndarray | slice:
 def _restricted(params: dict[str, Any], indices, n_samples: int) -> dict[str, Any]:
     """``params`` with their per-sample arrays restricted to ``indices``."""
     return {
-        key: _safe_indexing(value, indices)
+        key: _safe_indexing(_make_indexable(value), indices)
         if _is_sample_aligned(value, n_samples)
         else value
         for key, value in params.items()
@@ -340,11 +347,10 @@ def _restricted(params: dict[str, Any], indices, n_samples: int) -> dict[str, An
 
 
 def _is_sample_aligned(value, n_samples: int) -> bool:
-    return (
-        hasattr(value, "__len__")
-        and not isinstance(value, str | bytes)
-        and (len(value) == n_samples)
-    )
+    with contextlib.suppress(TypeError):  # as _check_method_params splits them
+        if _is_arraylike(value) or sp.issparse(value):
+            return _num_samples(value) == n_samples
+    return False
 
 
 class Backend(ABC):
@@ -824,6 +830,7 @@ class StandardBackend(Backend):
     name = "standard"
     data_as_given = True
     own_training_rows = True
+    y_as_given = True  # a list stays a list, as cross_validate hands it
 
     @classmethod
     def accepts(cls, estimator) -> bool:
@@ -838,7 +845,11 @@ class StandardBackend(Backend):
             return _emit_all(
                 task, (_standard_fold(task, estimator, leaf) for leaf in leaves)
             )
-        parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+        parallel = Parallel(
+            n_jobs=n_jobs,
+            return_as="generator_unordered",
+            pre_dispatch=task.pre_dispatch,
+        )
         folds = parallel(
             delayed(_standard_fold)(task, estimator, leaf) for leaf in leaves
         )
@@ -862,10 +873,12 @@ def _standard_fold(task: CVTask, estimator, fold: int) -> LeafResult:
         X = _safe_indexing(X, rows, axis=1)
     tic = time.perf_counter()
     try:
-        if y is None:
-            model.fit(X, **params)
-        else:
-            model.fit(X, y, **params)
+        split = int(task.plan.split_index[fold])
+        with task.around_fit((split, model, X, y, params)):
+            if y is None:
+                model.fit(X, **params)
+            else:
+                model.fit(X, y, **params)
     except Exception:
         if task.error_score == "raise":
             raise

@@ -14,6 +14,8 @@ candidate's backend (once), :meth:`RunCore.run` runs it and
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import warnings
 from dataclasses import dataclass
@@ -22,7 +24,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
+from sklearn.exceptions import UnsetMetadataPassedError
+from sklearn.utils import check_array, get_tags, indexable
+from sklearn.utils._metadata_requests import _routing_enabled, get_routing_for_object
 from sklearn.utils.validation import _num_samples, check_consistent_length
 
 from sklearn_ext.model_selection._backends import (
@@ -32,10 +36,14 @@ from sklearn_ext.model_selection._backends import (
     LeafTable,
     StandardBackend,
 )
-from sklearn_ext.model_selection._choice import resolve_backend
+from sklearn_ext.model_selection._choice import TreeCVFallbackWarning, resolve_backend
 from sklearn_ext.model_selection._gap import RegimeGap, measure_gap
 from sklearn_ext.model_selection._order import order_relation, warn_about_order
-from sklearn_ext.model_selection._plan import FoldPlan, check_training_rows
+from sklearn_ext.model_selection._plan import (
+    FoldPlan,
+    SplitsPlan,
+    check_training_rows,
+)
 from sklearn_ext.model_selection._regime import (
     fit_is_one_pass,
     regime_estimator,
@@ -152,6 +160,13 @@ class RunCore:
         none, ``None`` for the backend's own (one per backend class).
     refit : bool, default=False
         Whether the door returns a model (said in the regime note).
+    pre_dispatch : int or str, default="2*n_jobs"
+        joblib's ``pre_dispatch`` for the folds the standard backend
+        dispatches as jobs.
+    check_base : bool, default=True
+        Whether ``scoring`` is checked against ``estimator`` before any run
+        (each candidate is checked by :meth:`resolve`); a search's base
+        estimator may lack a step its grid sets.
     """
 
     def __init__(
@@ -175,9 +190,14 @@ class RunCore:
         error_score=np.nan,
         store=None,
         refit: bool = False,
+        pre_dispatch="2*n_jobs",
+        check_base: bool = True,
     ) -> None:
         self.method = method
         self.X, self.y = _indexable_data(X, y)
+        # The standard backend hands y to fit and the scorers as given (a
+        # list, a Series), as cross_validate does; the engines get an array.
+        self.y_given = None if y is None else indexable(y)[0]
         self._checked_X = None
         self.plan: FoldPlan = make_fold_plan(
             cv,
@@ -188,7 +208,9 @@ class RunCore:
             order=order,
             random_state=random_state,
         )
-        check_response_methods(estimator, scoring)
+        _check_pairwise_data(estimator, self.X)
+        if check_base:
+            check_response_methods(estimator, scoring)
         self.scoring = scoring
         self.scorer = make_scorer_dict(estimator, scoring, error_score)
         self.metric = (
@@ -207,6 +229,7 @@ class RunCore:
         self.error_score = error_score
         self.store = store
         self.refit_ = refit
+        self.pre_dispatch = pre_dispatch
         self._stores: dict[type, Any] = {}
         self._gap_tried = False
         self._order_checked = False
@@ -222,6 +245,8 @@ class RunCore:
     # -- what one candidate runs ----------------------------------------------------
     def resolve(self, estimator) -> Resolved:
         """Pick the backend of ``estimator`` and decide what it scores, once."""
+        # Per candidate: a search's base estimator may lack a step its grid sets.
+        check_response_methods(estimator, self.scoring)
         backend = resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
         store = self._store_for(backend, estimator)
         session = None
@@ -229,6 +254,9 @@ class RunCore:
             opens = getattr(store, "session", None)
             session = opens() if callable(opens) else store
             backend = backend.with_store(session, estimator)
+        backend = self._own_rows_fallback(backend, estimator)
+        backend = self._fit_only_fallback(backend, estimator)
+        backend = self._plan_fallback(backend, estimator)
         check_training_rows(self.plan, backend)
         scored, regime = scored_estimator(
             estimator, backend, classes=self.classes, X=self.X
@@ -280,9 +308,69 @@ class RunCore:
         self.say(lambda: warn_about_regime(estimator, refit=self.refit_, gap=gap))
         return gap
 
+    def _own_rows_fallback(self, backend: Backend, estimator) -> Backend:
+        """The standard backend, with a note, where ``"auto"`` picked an engine
+        for splits whose test folds do not partition the samples (a
+        :class:`SplitsPlan`: ``ShuffleSplit``, ``LeavePGroupsOut``)."""
+        if (
+            not isinstance(self.plan, SplitsPlan)
+            or backend.own_training_rows
+            or self.method != "auto"
+        ):
+            return backend
+        splits = self.plan.splitter or "the given splits"
+        what = "test folds that do not partition the samples"
+        return self._fall_back(estimator, f"cv={splits} has {what}")
+
+    def _fit_only_fallback(self, backend: Backend, estimator) -> Backend:
+        """The standard backend where a parameter meant for ``fit`` is not one
+        of ``partial_fit`` (which the one-pass backends would be given it)."""
+        if backend.scores != "one_pass":
+            return backend
+        unknown = _not_partial_fit_params(estimator, self.stream_params)
+        if not unknown:
+            return backend
+        owner = type(estimator).__name__
+        reason = f"{owner}.partial_fit takes no parameter {', '.join(unknown)}"
+        if self.method != "auto":
+            raise TypeError(
+                f"method={self.method!r} cannot run {owner} with these fit "
+                f"parameters: {reason}. Use method='standard', which passes them "
+                "to fit."
+            )
+        return self._fall_back(estimator, reason)
+
+    def _plan_fallback(self, backend: Backend, estimator) -> Backend:
+        """The standard backend where ``backend`` refuses the plan's folds."""
+        if backend.own_training_rows:
+            return backend
+        # An optional declaration (Backend.plan_refusal): why the backend
+        # cannot run these folds (an SVM training part without some class).
+        refuses = getattr(backend, "plan_refusal", None)
+        reason = None if refuses is None else refuses(estimator, self.plan, self.y)
+        if reason is None:
+            return backend
+        if self.method != "auto":
+            raise TypeError(
+                f"method={self.method!r} cannot run {type(estimator).__name__} on "
+                f"these folds: {reason}. Use method='auto' to fall back to standard "
+                "k-fold CV, or method='standard'."
+            )
+        return self._fall_back(estimator, reason)
+
+    def _fall_back(self, estimator, reason: str) -> Backend:
+        message = (
+            f"TreeCV cannot run {type(estimator).__name__} here ({reason}); "
+            "method='auto' falls back to standard CV, fitting each split with fit "
+            "(recorded as backend='standard'). Pass method='standard' to choose "
+            "it explicitly."
+        )
+        self.say(lambda: warnings.warn(message, TreeCVFallbackWarning, stacklevel=2))
+        return StandardBackend()
+
     def store_of(self, estimator):
         """The store the runs of ``estimator`` share, or ``None``."""
-        backend = resolve_backend(estimator, self.method, self.X, self.y)
+        backend = resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
         return self._store_for(backend, estimator)
 
     def _store_for(self, backend: Backend, estimator):
@@ -303,6 +391,7 @@ class RunCore:
         plan: FoldPlan | None = None,
         leaf_callback=None,
         return_estimator: bool = False,
+        around_fit=None,
     ) -> LeafTable:
         """Score every fold of ``plan`` (the core's by default) with ``resolved``.
 
@@ -310,14 +399,20 @@ class RunCore:
         ``error_score="raise"``, those folds get ``error_score`` and their
         ``fit_error``, as ``cross_validate`` records failed fits. An exception
         raised by ``leaf_callback`` (a pruned trial) always propagates.
+        ``around_fit((split, model, X, y, params))`` is the context each
+        independent ``fit`` of a fold runs in (``CVTask.around_fit``).
         """
         plan = self.plan if plan is None else plan
         stop = _Stop(leaf_callback)
         task = self.task(resolved, plan, stop if leaf_callback else None)
         task.return_estimator = return_estimator
+        if around_fit is not None:
+            task.around_fit = around_fit
         with data_scope(self.memo):
             try:
                 return resolved.backend.run(task)
+            except UnsetMetadataPassedError:
+                raise  # a routing error, not a failed fit (as in _fit_and_score)
             except Exception as exc:
                 if stop.raised is exc or self.error_score == "raise":
                     raise
@@ -329,14 +424,14 @@ class RunCore:
         return CVTask(
             estimator=resolved.scored,
             X=self.X if backend.data_as_given else self.checked_X,
-            y=self.y,
+            y=self.y_given if getattr(backend, "y_as_given", False) else self.y,
             plan=plan,
             scorer=self.scorer,
             scoring=self.scoring if self.metric is not None else _ByScorer(),
             metric=self.metric,
-            fit_params=dict(
-                self.stream_params if resolved.regime == "one_pass" else self.fit_params
-            ),
+            fit_params=self._params_for(resolved.estimator, resolved.scored)
+            if resolved.regime == "one_pass"
+            else dict(self.fit_params),
             score_params=self.score_params,
             classes=self.classes if _takes_classes(resolved.scored) else None,
             n_jobs=self.n_jobs,
@@ -344,7 +439,28 @@ class RunCore:
             return_train_score=self.return_train_score,
             error_score=self.error_score,
             names=tuple(metric_names(self.scoring)),
+            pre_dispatch=self.pre_dispatch,
         )
+
+    def _params_for(self, estimator, scored) -> dict:
+        """The ``partial_fit`` parameters as ``scored`` takes them.
+
+        Routed parameters carry the learner's own names; a wrapper around the
+        learner (a ``TreeCVEstimator``) routes them again, by the names the
+        learner requests them under (its aliases), so it gets those.
+        """
+        params = dict(self.stream_params)
+        if scored is estimator or not _routing_enabled():
+            return params
+        requests = get_routing_for_object(estimator)
+        method = getattr(requests, "partial_fit", None)
+        if method is None:
+            return params
+        names = {
+            name: alias if isinstance(alias, str) else name
+            for name, alias in method.requests.items()
+        }
+        return {names.get(name, name): value for name, value in params.items()}
 
     @property
     def checked_X(self):
@@ -360,27 +476,32 @@ class RunCore:
             )
         return self._checked_X
 
-    def refit(self, resolved: Resolved, X, y=None):
+    def refit(self, resolved: Resolved, X, y=None, *, around_fit=None):
         """The model the scores describe, trained on ``X``, ``y``.
 
         The learner's own ``fit`` when the folds were its ``fit``; otherwise
         the estimator whose ``fit`` is the scored pass (see
         :func:`~sklearn_ext.model_selection.one_pass_estimator`), given the
         ``partial_fit`` parameters. The run's store is lent to it (a kernel
-        SVM reuses the kernel).
+        SVM reuses the kernel). ``around_fit(model)``, if given, is the
+        context the model is fitted in (a search's callback hooks).
         """
         model = regime_estimator(resolved.estimator, resolved.regime, self.classes, X=X)
         wrapped = type(model) is not type(resolved.estimator)
-        fit_params = self.stream_params if wrapped else self.fit_params
+        fit_params = (
+            self._params_for(resolved.estimator, model) if wrapped else self.fit_params
+        )
         store = None
         if resolved.store is not None and _takes_store(model):
             store = resolved.store
             model.set_params(warm_start_store=store)
+        around = contextlib.nullcontext() if around_fit is None else around_fit(model)
         try:
-            if y is None:
-                model.fit(X, **fit_params)
-            else:
-                model.fit(X, y, **fit_params)
+            with around:
+                if y is None:
+                    model.fit(X, **fit_params)
+                else:
+                    model.fit(X, y, **fit_params)
         finally:
             if store is not None:
                 model.set_params(warm_start_store=None)
@@ -457,7 +578,8 @@ def _indexable_data(X, y):
     if sp.issparse(X):
         X = X.tocsr()
     elif not (hasattr(X, "iloc") or hasattr(X, "shape") or isinstance(X, list)):
-        X = list(X) if hasattr(X, "__iter__") else X
+        # An object with only __array__ becomes an array, as in indexable().
+        X = np.asarray(X) if hasattr(X, "__array__") else list(X)
     n_samples = _num_samples(X)
     if n_samples < 2:
         raise ValueError(
@@ -467,6 +589,7 @@ def _indexable_data(X, y):
         y = check_array(
             y,
             ensure_2d=False,
+            allow_nd=True,
             dtype=None,
             ensure_all_finite=True,
             ensure_min_samples=2,
@@ -481,6 +604,17 @@ def _indexable_data(X, y):
                     f"{n_none} of {y.shape[0]} samples."
                 )
     return X, y
+
+
+def _check_pairwise_data(estimator, X) -> None:
+    """A precomputed kernel or distance matrix must be an array, as in scikit-learn."""
+    if not get_tags(estimator).input_tags.pairwise:
+        return
+    if not (hasattr(X, "shape") or sp.issparse(X)):
+        raise ValueError(
+            "Precomputed kernels or affinity matrices have to be passed as arrays "
+            "or sparse matrices."
+        )
 
 
 def _all_classes(estimator, y, classes):
@@ -500,6 +634,20 @@ def _all_classes(estimator, y, classes):
     if y is None or not is_classifier(estimator) or y.ndim != 1:
         return None
     return np.unique(y)
+
+
+def _not_partial_fit_params(estimator, params: dict) -> list[str]:
+    """The names in ``params`` that ``estimator.partial_fit`` does not take."""
+    partial_fit = getattr(estimator, "partial_fit", None)
+    if not params or not callable(partial_fit):
+        return []
+    try:
+        parameters = inspect.signature(partial_fit).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return []
+    return sorted(name for name in params if name not in parameters)
 
 
 def _takes_classes(estimator) -> bool:

@@ -8,10 +8,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from sklearn.model_selection import LeaveOneOut
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import _num_samples as _sklearn_num_samples
 
 from sklearn_ext._fast._random import shuffle_node_feed
 
-__all__ = ["FoldPlan", "check_training_rows", "describe_splitter"]
+__all__ = ["FoldPlan", "SplitsPlan", "check_training_rows", "describe_splitter"]
 
 ORDERS = ("fixed", "randomized")
 
@@ -215,9 +216,10 @@ class FoldPlan:
             pairs = [(None, test) for test in np.arange(n_samples)[:, None]]
         else:
             pairs = [
-                (np.asarray(train, dtype=np.intp).ravel(), np.asarray(test))
+                (_indices(train), _indices(test))
                 for train, test in cv.split(X, y, groups)
             ]
+        _check_n_splits(cv, X, y, groups, len(pairs))
         train_folds = [
             None if train is None or _is_complement(train, test, n_samples) else train
             for train, test in pairs
@@ -226,6 +228,22 @@ class FoldPlan:
             _fit_order_of(train) if own is None else None
             for (train, _), own in zip(pairs, train_folds, strict=True)
         ]
+        if not _partitions([test for _, test in pairs], n_samples):
+            # ShuffleSplit, LeavePGroupsOut, TimeSeriesSplit: no tree over
+            # chunks exists, but the standard backend runs the splits as given.
+            return SplitsPlan(
+                [
+                    (
+                        np.setdiff1d(np.arange(n_samples), test)
+                        if train is None
+                        else train
+                    )
+                    for train, test in pairs
+                ],
+                [test for _, test in pairs],
+                n_samples,
+                splitter=describe_splitter(cv),
+            )
         try:
             return cls(
                 [test for _, test in pairs],
@@ -408,6 +426,136 @@ class FoldPlan:
         )
 
 
+class SplitsPlan(FoldPlan):
+    """The splits of a splitter whose test folds do not partition the samples.
+
+    ``ShuffleSplit``, ``LeavePGroupsOut`` or ``TimeSeriesSplit`` hold some rows
+    out in several splits, or in none, so no tree over chunks exists: such a
+    plan carries the ``(train, test)`` pairs as given, for the standard
+    backend only (:func:`check_training_rows` refuses every other; the run
+    core falls back to the standard backend for ``method="auto"``, with a
+    note). Split ``i`` is the splitter's ``i``-th pair, trained on its own
+    training rows in the splitter's order, as in ``cross_validate``.
+
+    Parameters
+    ----------
+    train_folds, test_folds : sequence of array-like of int
+        The training and test rows of each split.
+    n_samples : int
+        Number of rows of the data set.
+    splitter : str, default=None
+        What the plan was built from, for messages.
+    """
+
+    def __init__(self, train_folds, test_folds, n_samples: int, *, splitter=None):
+        tests = [np.asarray(t, dtype=np.intp).ravel() for t in test_folds]
+        if len(tests) < 1:
+            raise ValueError("A plan needs at least one split; the splitter gave none.")
+        self.n_samples = int(n_samples)
+        self.n_splits = len(tests)
+        self.order, self.seed = "fixed", None
+        self.leaf_order = np.arange(self.n_splits, dtype=np.intp)
+        self.split_index = self.leaf_order.copy()
+        for array in (self.leaf_order, self.split_index):
+            array.flags.writeable = False
+        self.splitter = splitter
+        self._tests = tests
+        self._train_folds = _check_train_folds(train_folds, tests, self.n_samples)
+        self.complement = False
+
+    def describe_cover(self) -> str:
+        """How many samples are in no test fold and how many in several."""
+        counts = np.bincount(np.concatenate(self._tests), minlength=self.n_samples)
+        return (
+            f"{int(np.sum(counts == 0))} of {self.n_samples} samples are in no "
+            f"test fold and {int(np.sum(counts > 1))} in several"
+        )
+
+    def test_indices(self, fold: int) -> np.ndarray:
+        """Test rows of split ``fold``."""
+        return np.array(self._tests[self._check_fold(fold)])
+
+    def train_indices(self, fold: int) -> np.ndarray:
+        """Training rows of split ``fold``, in the splitter's order."""
+        return np.array(self._train_folds[self._check_fold(fold)])
+
+    fit_indices = train_indices
+
+    def train_segments(self, fold: int) -> list[np.ndarray]:
+        """One update: the split's training rows."""
+        return [self.train_indices(fold)]
+
+    def n_samples_fed(self) -> int:
+        """Rows the standard backend fits on, over all splits."""
+        return int(sum(rows.shape[0] for rows in self._train_folds))
+
+    def feed(self, start: int, end: int) -> np.ndarray:
+        """No tree: raises, as every tree-only method does."""
+        raise ValueError(
+            f"The splits of cv={self.splitter} have no TreeCV tree: their test "
+            f"folds do not partition the samples ({self.describe_cover()})."
+        )
+
+    def chunk_rows(self, start: int, end: int) -> np.ndarray:
+        """No chunks: raises (see :meth:`feed`)."""
+        return self.feed(start, end)
+
+    def reordered(self, splits) -> SplitsPlan:
+        """The same splits, run in the order ``splits``, keeping their numbers."""
+        splits = _leaf_order(splits, self.n_splits)
+        plan = SplitsPlan(
+            [self._train_folds[int(i)] for i in splits],
+            [self._tests[int(i)] for i in splits],
+            self.n_samples,
+            splitter=self.splitter,
+        )
+        plan.split_index = np.array(splits, dtype=np.intp)
+        plan.leaf_order = np.argsort(splits).astype(np.intp)
+        return plan
+
+    def __repr__(self) -> str:
+        return f"SplitsPlan(n_splits={self.n_splits}, n_samples={self.n_samples})"
+
+
+def _indices(rows) -> np.ndarray:
+    """Row positions of a split: integer indices, or a boolean mask's positions."""
+    rows = np.asarray(rows)
+    if rows.dtype == bool:
+        return np.flatnonzero(rows)
+    return rows.astype(np.intp, copy=False).ravel()
+
+
+def _check_n_splits(cv, X, y, groups, n_pairs: int) -> None:
+    """Raise, as ``GridSearchCV`` does, for no splits or a wrong ``get_n_splits``."""
+    if n_pairs == 0:
+        raise ValueError(
+            "No fits were performed. Was the CV iterator empty? Were there no "
+            "candidates?"
+        )
+    try:
+        expected = cv.get_n_splits(X, y, groups)
+    except Exception:  # a splitter that cannot say without other arguments
+        return
+    if isinstance(expected, numbers.Integral) and expected != n_pairs:
+        raise ValueError(
+            "cv.split and cv.get_n_splits return inconsistent results. Expected "
+            f"{expected} splits, got {n_pairs}"
+        )
+
+
+def _partitions(test_folds, n_samples: int) -> bool:
+    """Whether the non-empty ``test_folds`` hold every sample exactly once."""
+    folds = [np.asarray(fold, dtype=np.intp).ravel() for fold in test_folds]
+    if any(fold.shape[0] == 0 for fold in folds):
+        return True  # FoldPlan's own error says what is wrong
+    if len(folds) < 2:
+        return False
+    rows = np.concatenate(folds)
+    if rows.shape[0] != n_samples or np.any((rows < 0) | (rows >= n_samples)):
+        return False
+    return bool(np.all(np.bincount(rows, minlength=n_samples) == 1))
+
+
 def _is_complement(train: np.ndarray, test, n_samples: int) -> bool:
     """Whether ``train`` holds every row outside ``test`` once (in any order)."""
     test = np.asarray(test, dtype=np.intp).ravel()
@@ -489,11 +637,20 @@ def check_training_rows(plan: FoldPlan, backend) -> None:
     """Raise if ``backend`` cannot train ``plan``'s folds on their own rows.
 
     The tree and alpha-seeding engines train each fold on the complement of its
-    test rows; a plan whose splitter left rows out of training runs only on a
+    test rows; a plan whose splitter left rows out of training, or whose test
+    folds do not partition the samples (a :class:`SplitsPlan`), runs only on a
     backend that declares ``own_training_rows`` (the standard backend).
     """
     if plan.complement or getattr(backend, "own_training_rows", False):
         return
+    if isinstance(plan, SplitsPlan):
+        raise ValueError(
+            f"The test folds of cv={plan.splitter or 'the splits'} do not partition "
+            f"the samples ({plan.describe_cover()}); the {backend.name!r} backend "
+            "trains a tree over chunks that hold every sample once. Use "
+            "method='standard' (or 'auto', which falls back to it), which fits "
+            "each split as given."
+        )
     leaf = next(i for i, rows in enumerate(plan._train_folds) if rows is not None)
     n_train = plan._train_folds[leaf].shape[0]
     n_complement = plan.n_samples - plan.test_indices(leaf).shape[0]
@@ -554,4 +711,6 @@ def _draw_seed(random_state) -> int:
 def _num_samples(X) -> int:
     if hasattr(X, "shape") and len(X.shape) > 0:
         return int(X.shape[0])
-    return len(X)
+    if hasattr(X, "__len__"):
+        return len(X)
+    return _sklearn_num_samples(X)  # an object with only __array__

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from inspect import signature
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed, logger
+from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
 from sklearn.metrics._scorer import _MultimetricScorer
 from sklearn.model_selection import ParameterGrid, ParameterSampler
@@ -27,7 +29,13 @@ from sklearn_ext.model_selection._backends import Backend, LeafTable, summarize_
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._plan import FoldPlan
-from sklearn_ext.model_selection._scoring import metric_names
+from sklearn_ext.model_selection._report import (
+    SplitHooks,
+    print_splits,
+    print_starts,
+    split_dicts,
+)
+from sklearn_ext.model_selection._split import routed_cv
 from sklearn_ext.utils._data_scope import data_scope
 
 __all__ = ["TreeCVSearchCV", "warm_start_order"]
@@ -48,9 +56,13 @@ class TreeCVSearchCV(BaseSearchCV):
     dtypes, masked ``param_*`` columns, ranks and ties), and ``refit``
     (``True``, ``False``, a metric name, a callable), dict, list and callable
     ``scoring``, ``return_train_score``, ``error_score``, ``verbose``,
-    ``sample_weight`` to the scorers and metadata routing behave as there. Two
-    columns are added: ``n_samples_fed`` (rows passed to the learner per
-    candidate) and any per-candidate extras the backend reports.
+    ``sample_weight`` to the scorers, metadata routing and scikit-learn's
+    callbacks (``set_callbacks``, e.g. ``sklearn.callback.ProgressBar``)
+    behave as there. With ``return_run_info=True`` two kinds of columns are
+    added: ``n_samples_fed`` (rows passed to the learner per candidate) and
+    any per-candidate extras the backend reports. A splitter whose test folds
+    do not partition the samples (``ShuffleSplit``) runs by the standard
+    backend, with a :class:`TreeCVFallbackWarning`.
 
     **What is scored is what is returned.** The tree scores each fold's model
     after one ordered pass of ``partial_fit`` over its training rows. When the
@@ -114,12 +126,18 @@ class TreeCVSearchCV(BaseSearchCV):
         (``split{i}_train_score``, ``mean_train_score``, ...).
     pre_dispatch : int or str, default="2*n_jobs"
         As in ``GridSearchCV``, for the candidates' joblib jobs.
+    return_run_info : bool, default=False
+        Whether ``cv_results_`` also holds what TreeCV measured per candidate:
+        ``n_samples_fed`` (rows passed to the learner) and the backend's
+        engine extras summed per candidate (e.g. ``n_iter`` and
+        ``warm_start_hits`` for ``alpha_seeding``). Off by default, so that
+        ``cv_results_`` has exactly ``GridSearchCV``'s keys.
 
     Attributes
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
-        Per-candidate results, keys as in ``GridSearchCV`` plus
-        ``n_samples_fed``.
+        Per-candidate results, keys as in ``GridSearchCV`` (plus
+        ``n_samples_fed`` and the engine extras with ``return_run_info``).
     best_estimator_ : estimator
         The best candidate refit on all data (if ``refit``), trained the way
         its folds were scored (see above).
@@ -181,6 +199,7 @@ class TreeCVSearchCV(BaseSearchCV):
         "order": [StrOptions({"fixed", "randomized"}), None],
         "method": [StrOptions(set(METHODS)), Backend],
         "random_state": ["random_state"],
+        "return_run_info": ["boolean"],
     }
 
     def __init__(
@@ -201,6 +220,7 @@ class TreeCVSearchCV(BaseSearchCV):
         verbose=0,
         return_train_score=False,
         pre_dispatch="2*n_jobs",
+        return_run_info=False,
     ):
         super().__init__(
             estimator=estimator,
@@ -219,6 +239,7 @@ class TreeCVSearchCV(BaseSearchCV):
         self.order = order
         self.method = method
         self.random_state = random_state
+        self.return_run_info = return_run_info
 
     def _candidates(self) -> list[dict]:
         if (self.param_grid is None) == (self.param_distributions is None):
@@ -236,9 +257,24 @@ class TreeCVSearchCV(BaseSearchCV):
             )
         )
 
-    def _run_search(self, evaluate_candidates, **kwargs):
-        """Evaluate the grid, or the ``n_iter`` sampled candidates, at once."""
-        evaluate_candidates(self._candidates())
+    def _run_search(self, evaluate_candidates, *, callback_ctx=None):
+        """Evaluate the grid, or the ``n_iter`` sampled candidates, at once.
+
+        With ``callback_ctx`` (scikit-learn's callbacks), inside a ``"search"``
+        task of one ``"candidate-split-evaluation"`` subtask per candidate and
+        split, as ``GridSearchCV`` and ``RandomizedSearchCV`` do.
+        """
+        candidates = self._candidates()
+        if callback_ctx is None:
+            evaluate_candidates(candidates)
+            return
+        search_ctx = callback_ctx.subcontext(
+            task_name="search",
+            max_subtasks=len(candidates) * self.n_splits_,
+            sequential_subtasks=False,
+        ).call_on_fit_task_begin(estimator=self)
+        evaluate_candidates(candidates, callback_ctx=search_ctx)
+        search_ctx.call_on_fit_task_end(estimator=self)
 
     def get_metadata_routing(self):
         """Get metadata routing of this object.
@@ -303,34 +339,23 @@ class TreeCVSearchCV(BaseSearchCV):
         X, y = indexable(X, y)
         params = _check_method_params(X, params=params)
         routed = self._get_routed_params_for_fit(params)
-        core = RunCore(
-            self.estimator,
-            X,
-            y,
-            groups=routed.splitter.split.get("groups"),
-            cv=self.cv,
-            scoring=self.scoring,
-            method=self.method,
-            order=self.order,
-            random_state=self.random_state,
-            fit_params=dict(routed.estimator.fit),
-            # Without routing every fit parameter goes to partial_fit as to fit.
-            stream_params=dict(routed.estimator.get("partial_fit", {}))
-            if _routing_enabled()
-            else None,
-            score_params=dict(routed.scorer.score),
-            return_train_score=self.return_train_score,
-            error_score=self.error_score,
-            refit=self.refit is not False,
-        )
+        weight = params.get("sample_weight")
+        metadata = None if weight is None else {"sample_weight": weight}
+        root_ctx = self._init_callback_context(
+            max_subtasks=1 + (self.refit is not False)
+        ).call_on_fit_task_begin(estimator=self, X=X, y=y, metadata=metadata)
+        core = self._core(X, y, routed)
         self.n_splits_ = core.plan.n_splits
         runs: list[Resolved] = []
         evaluate_candidates = self._candidate_evaluator(core, runs)
         # The data does not change during one fit: it is hashed once.
         with data_scope(core.memo):
             tic = time.perf_counter()
-        self._run_search(evaluate_candidates)
-        spent = time.perf_counter() - tic
+            if "callback_ctx" in signature(self._run_search).parameters:
+                self._run_search(evaluate_candidates, callback_ctx=root_ctx)
+            else:  # a subclass's own _run_search
+                self._run_search(evaluate_candidates)
+            spent = time.perf_counter() - tic
         results = evaluate_candidates.results
         all_out = evaluate_candidates.out
         self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
@@ -350,18 +375,14 @@ class TreeCVSearchCV(BaseSearchCV):
 
         self.regime_gap_ = self._note_regime(core, runs, results, refit_metric, spent)
         if self.refit:
-            tic = time.time()
-            model = core.refit(runs[self.best_index_], X, y)
-            self.refit_time_ = time.time() - tic
-            self.best_estimator_ = model
-            if hasattr(model, "feature_names_in_"):
-                self.feature_names_in_ = model.feature_names_in_
+            self._refit_best(core, runs[self.best_index_], X, y, root_ctx, metadata)
 
         if isinstance(scorers, _MultimetricScorer):
             self.scorer_ = scorers._scorers
         else:
             self.scorer_ = scorers
         self.cv_results_ = results
+        root_ctx.call_on_fit_task_end(estimator=self, X=X, y=y, metadata=metadata)
         return self
 
     def _note_regime(self, core: RunCore, runs, results, refit_metric, spent):
@@ -377,6 +398,51 @@ class TreeCVSearchCV(BaseSearchCV):
         gap = core.note_regime(runs[index], scores, spent)
         return None if gap is None else gap.as_dict()
 
+    def _core(self, X, y, routed) -> RunCore:
+        """The run core of one ``fit``: data, plan, scorers and parameters."""
+        return RunCore(
+            self.estimator,
+            X,
+            y,
+            groups=routed.splitter.split.get("groups"),
+            cv=routed_cv(self.cv, routed.splitter.split),
+            scoring=self.scoring,
+            method=self.method,
+            order=self.order,
+            random_state=self.random_state,
+            fit_params=dict(routed.estimator.fit),
+            # Without routing every fit parameter goes to partial_fit as to fit
+            # (the core falls back to fit for one partial_fit does not take).
+            stream_params=dict(routed.estimator.get("partial_fit", {}))
+            if _routing_enabled()
+            else None,
+            score_params=dict(routed.scorer.score),
+            return_train_score=self.return_train_score,
+            error_score=self.error_score,
+            refit=self.refit is not False,
+            check_base=False,
+        )
+
+    def _refit_best(self, core: RunCore, best: Resolved, X, y, root_ctx, metadata):
+        """Refit the best candidate inside the ``"refit-with-best-params"`` task."""
+        refit_ctx = root_ctx.subcontext(task_name="refit-with-best-params")
+
+        @contextlib.contextmanager
+        def around_fit(model):
+            with refit_ctx.propagate_callback_context(model):
+                refit_ctx.call_on_fit_task_begin(
+                    estimator=self, X=X, y=y, metadata=metadata
+                )
+                yield
+
+        tic = time.time()
+        model = core.refit(best, X, y, around_fit=around_fit)
+        self.refit_time_ = time.time() - tic
+        self.best_estimator_ = model
+        if hasattr(model, "feature_names_in_"):
+            self.feature_names_in_ = model.feature_names_in_
+        refit_ctx.call_on_fit_task_end(estimator=self, X=X, y=y, metadata=metadata)
+
     def _candidate_evaluator(self, core: RunCore, runs: list[Resolved]):
         """``evaluate_candidates`` of ``_run_search``, on the one core.
 
@@ -389,7 +455,9 @@ class TreeCVSearchCV(BaseSearchCV):
         more: dict[str, list] = defaultdict(list)
         parallel = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)
 
-        def evaluate_candidates(candidate_params, cv=None, more_results=None):
+        def evaluate_candidates(
+            candidate_params, cv=None, more_results=None, callback_ctx=None
+        ):
             candidate_params = list(candidate_params)
             n_candidates, n_splits = len(candidate_params), core.plan.n_splits
             if self.verbose > 0:
@@ -404,6 +472,20 @@ class TreeCVSearchCV(BaseSearchCV):
             order = warm_start_order(
                 self.estimator, candidate_params, store=store is not None
             )
+            # Made ahead of the jobs, as GridSearchCV does: one per candidate
+            # and split, numbered candidate by candidate.
+            contexts = [
+                None
+                if callback_ctx is None
+                else [
+                    callback_ctx.subcontext(
+                        task_name="candidate-split-evaluation",
+                        task_id=i * n_splits + j,
+                    )
+                    for j in range(n_splits)
+                ]
+                for i in range(n_candidates)
+            ]
             ran = parallel(
                 delayed(_evaluate_candidate)(
                     core,
@@ -411,6 +493,8 @@ class TreeCVSearchCV(BaseSearchCV):
                     candidate_params[i],
                     (i, n_candidates),
                     self.verbose,
+                    contexts[i],
+                    self,
                 )
                 for i in order
             )
@@ -429,8 +513,9 @@ class TreeCVSearchCV(BaseSearchCV):
             runs.extend(resolved)
             candidates_so_far.extend(candidate_params)
             evaluate_candidates.out.extend(out)
-            for key, values in _candidate_columns(outcomes).items():
-                more[key].extend(values)
+            if self.return_run_info:
+                for key, values in _candidate_columns(outcomes).items():
+                    more[key].extend(values)
             for key, value in (more_results or {}).items():
                 more[key].extend(value)
             evaluate_candidates.results = self._format_results(
@@ -489,59 +574,30 @@ class _Outcome:
 
 
 def _evaluate_candidate(
-    core: RunCore, resolved: Resolved, parameters, progress, verbose: int
+    core: RunCore,
+    resolved: Resolved,
+    parameters,
+    progress,
+    verbose: int,
+    contexts=None,
+    caller=None,
 ):
-    """Run one candidate's CV; ``_fit_and_score``-style results, one per split."""
-    _print_starts(verbose, parameters, progress, core.plan.n_splits)
-    table = core.run(resolved)
-    splits = _splits_of(table, core)
-    _print_splits(verbose, parameters, progress, splits)
+    """Run one candidate's CV; ``_fit_and_score``-style results, one per split.
+
+    ``contexts`` (one callback context per split) get scikit-learn's hooks:
+    around each fold's own ``fit`` on the standard backend, after the tree
+    for the folds a tree trained together.
+    """
+    print_starts(verbose, parameters, progress, core.plan.n_splits)
+    hooks = None if contexts is None else SplitHooks(contexts, caller, core)
+    try:
+        table = core.run(resolved, around_fit=hooks and hooks.around_fit)
+    finally:
+        if hooks is not None:
+            hooks.finish()
+    splits = split_dicts(table, core)
+    print_splits(verbose, parameters, progress, splits)
     return _Outcome(splits, _columns_of(table, resolved.backend))
-
-
-def _failed_scores(core: RunCore):
-    """The test scores of a failed fit, as ``_fit_and_score`` gives them."""
-    if isinstance(core.scoring, list | tuple | set | dict):
-        return {name: core.error_score for name in metric_names(core.scoring)}
-    return core.error_score
-
-
-def _splits_of(table: LeafTable, core: RunCore) -> list[dict]:
-    table = table.by_split()
-    multimetric = isinstance(core.scoring, list | tuple | set | dict)
-    splits = []
-    for i in range(len(table)):
-        leaf = {name: float(values[i]) for name, values in table.scores.items()}
-        error = None if table.fit_error is None else table.fit_error[i]
-        split = {
-            "fit_error": error,
-            "test_scores": _unflatten(leaf, "", multimetric),
-            "n_test_samples": len(core.plan.test_indices(int(table.leaf[i]))),
-            "fit_time": float(table.fit_time[i]),
-            "score_time": float(table.score_time[i]),
-        }
-        if error is not None:
-            split["test_scores"] = _failed_scores(core)
-        if core.return_train_score:
-            split["train_scores"] = (
-                _unflatten(leaf, "train:", multimetric)
-                if error is None
-                else _failed_scores(core)
-            )
-        splits.append(split)
-    return splits
-
-
-def _unflatten(leaf: dict[str, float], prefix: str, multimetric: bool):
-    """A split's scores as ``_fit_and_score`` gives them: a float or a dict."""
-    scores = {
-        name[len(prefix) :]: value
-        for name, value in leaf.items()
-        if name.startswith(prefix) and (prefix or not name.startswith("train:"))
-    }
-    if not multimetric and list(scores) == ["score"]:
-        return scores["score"]
-    return scores
 
 
 def _columns_of(table: LeafTable, backend) -> dict[str, Any]:
@@ -561,61 +617,3 @@ def _candidate_columns(outcomes: list[_Outcome]) -> dict[str, list]:
         ]
         for key in keys
     }
-
-
-def _progress_msg(verbose: int, split: int, n_splits: int, progress) -> str:
-    """The ``" 2/5; 1/4"`` of ``_fit_and_score``'s lines: split, then candidate."""
-    if verbose <= 2:
-        return ""
-    message = f" {split + 1}/{n_splits}"
-    if verbose > 9:
-        message += f"; {progress[0] + 1}/{progress[1]}"
-    return message
-
-
-def _params_msg(parameters) -> str:
-    return ", ".join(f"{k}={parameters[k]}" for k in sorted(parameters))
-
-
-def _print_starts(verbose: int, parameters, progress, n_splits) -> None:
-    """``GridSearchCV``'s START lines (``verbose > 9``), before the tree runs.
-
-    The tree trains a candidate's folds together, so all of them start here;
-    ``GridSearchCV`` prints each START just before its own fit.
-    """
-    if verbose <= 9:
-        return
-    params_msg = _params_msg(parameters)
-    for j in range(n_splits):
-        progress_msg = _progress_msg(verbose, j, n_splits, progress)
-        start_msg = f"[CV{progress_msg}] START {params_msg}"
-        print(f"{start_msg}{(80 - len(start_msg)) * '.'}")
-
-
-def _print_splits(verbose: int, parameters, progress, splits) -> None:
-    """``GridSearchCV``'s per-split lines (``verbose > 1``), after the tree ran."""
-    if verbose <= 1:
-        return
-    params_msg = _params_msg(parameters)
-    for j, split in enumerate(splits):
-        progress_msg = _progress_msg(verbose, j, len(splits), progress)
-        end_msg = f"[CV{progress_msg}] END "
-        result_msg = params_msg + (";" if params_msg else "")
-        test, train = split["test_scores"], split.get("train_scores")
-        if verbose > 2:
-            if isinstance(test, dict):
-                for name in sorted(test):
-                    result_msg += f" {name}: ("
-                    if train is not None:
-                        result_msg += f"train={train[name]:.3f}, "
-                    result_msg += f"test={test[name]:.3f})"
-            else:
-                result_msg += ", score="
-                if train is not None:
-                    result_msg += f"(train={train:.3f}, test={test:.3f})"
-                else:
-                    result_msg += f"{test:.3f}"
-        total = split["fit_time"] + split["score_time"]
-        result_msg += f" total time={logger.short_format_time(total)}"
-        end_msg += "." * (80 - len(end_msg) - len(result_msg))
-        print(end_msg + result_msg)

@@ -226,6 +226,45 @@ class StratifiedTreeCVSplitter(TreeCVSplitter):
         return [test for _, test in chunker.split(X, y, groups)]
 
 
+class RoutedSplitter:
+    """A splitter called with the metadata routed to its ``split``.
+
+    Metadata routing may send ``split`` more than ``groups`` (any metadata the
+    splitter requests); the plan asks this wrapper for the splits with
+    ``(X, y, groups)`` and it passes the routed parameters instead.
+
+    Parameters
+    ----------
+    splitter : cross-validation generator
+        The user's splitter.
+    params : dict
+        The parameters routed to its ``split`` (``groups`` included).
+    """
+
+    def __init__(self, splitter, params: dict) -> None:
+        self.splitter = splitter
+        self.params = params
+
+    def split(self, X, y=None, groups=None):
+        """The splitter's splits, given the routed parameters."""
+        return self.splitter.split(X, y, **self.params)
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        """The splitter's number of splits, given the routed parameters."""
+        return self.splitter.get_n_splits(X, y, **self.params)
+
+    def __repr__(self) -> str:
+        return repr(self.splitter)
+
+
+def routed_cv(cv, split_params: dict):
+    """``cv`` as the plan should call it: wrapped when ``split`` takes more
+    routed metadata than ``groups``."""
+    if hasattr(cv, "split") and set(split_params) - {"groups"}:
+        return RoutedSplitter(cv, dict(split_params))
+    return cv
+
+
 def make_fold_plan(
     cv, X, y=None, groups=None, *, classifier=False, order=None, random_state=None
 ) -> FoldPlan:
@@ -250,6 +289,8 @@ def make_fold_plan(
     plan : FoldPlan
     """
     n_samples = _num_samples(X)
+    if cv is None:
+        cv = 5  # as in scikit-learn's check_cv
     if isinstance(cv, FoldPlan):
         if cv.n_samples != n_samples:
             raise ValueError(
@@ -275,7 +316,17 @@ def make_fold_plan(
         )
         if stratify and np.min(np.unique(y, return_counts=True)[1]) < cv:
             stratify = False  # StratifiedKFold cannot fill every chunk with a class.
-        cv = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
+        splitter = (StratifiedTreeCVSplitter if stratify else TreeCVSplitter)(cv)
+        # The tree feeds its own order; an independent fit (method="standard")
+        # gets the complement in ascending order, as KFold (StratifiedKFold)
+        # lists it: exactly cross_validate's folds for the same int.
+        return FoldPlan(
+            splitter._test_folds(X, y, groups),
+            n_samples,
+            order=order or "fixed",
+            seed=_draw_seed(random_state) if order == "randomized" else None,
+            fit_order=["sorted"] * cv,
+        )
     elif (
         isinstance(cv, Iterable)
         and not isinstance(cv, str)

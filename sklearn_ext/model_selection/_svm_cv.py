@@ -147,6 +147,7 @@ def alpha_seeded_cv(
         method=backend,
         return_estimator=return_estimator,
         n_jobs=n_jobs,
+        return_run_info=True,
     )
 
 
@@ -289,5 +290,6 @@ def svm_c_path_cv(
         cv=cv,
         method=AlphaSeedingBackend(seeding=seeding, random_state=random_state),
         error_score="raise",
+        return_run_info=True,
     )
     return search.fit(X, y).cv_results_

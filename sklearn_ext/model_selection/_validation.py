@@ -9,20 +9,33 @@ from typing import Any
 
 import numpy as np
 from sklearn import get_config
-from sklearn.base import BaseEstimator
-from sklearn.model_selection._validation import _warn_or_raise_about_fit_failures
+from sklearn.base import BaseEstimator, is_classifier
+from sklearn.exceptions import UnsetMetadataPassedError
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.model_selection._validation import (
+    _check_groups_routing_disabled,
+    _warn_or_raise_about_fit_failures,
+)
+from sklearn.utils._metadata_requests import _manual_routing, _routing_enabled
 from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    process_routing,
+)
 
 from sklearn_ext.model_selection._backends import Backend, LeafResult, LeafTable
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._core import RunCore, stratifies
 from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._report import print_splits, split_dicts
 from sklearn_ext.model_selection._scoring import (
     check_response_methods,
     make_scorer_dict,
     native_metric,
 )
-from sklearn_ext.model_selection._split import make_fold_plan
+from sklearn_ext.model_selection._split import make_fold_plan, routed_cv
 from sklearn_ext.utils._param_validation import validate_params
 
 __all__ = [
@@ -53,6 +66,11 @@ __all__ = [
         "fit_params": [dict, None],
         "leaf_callback": [callable, None],
         "error_score": [StrOptions({"raise"}), Real],
+        "verbose": ["verbose"],
+        "params": [dict, None],
+        "pre_dispatch": [Integral, str],
+        "return_indices": ["boolean"],
+        "return_run_info": ["boolean"],
     },
 )
 def tree_cross_validate(
@@ -73,6 +91,11 @@ def tree_cross_validate(
     fit_params: dict[str, Any] | None = None,
     leaf_callback: Callable[[LeafResult], None] | None = None,
     error_score=np.nan,
+    verbose: int = 0,
+    params: dict[str, Any] | None = None,
+    pre_dispatch="2*n_jobs",
+    return_indices: bool = False,
+    return_run_info: bool = False,
 ) -> dict[str, Any]:
     """Evaluate scores by k-fold cross-validation along the TreeCV tree.
 
@@ -117,7 +140,12 @@ def tree_cross_validate(
         :class:`FoldPlan`, a ``TreeCVSplitter`` or any scikit-learn splitter
         whose test folds partition the samples (``KFold``, ``StratifiedKFold``,
         ``GroupKFold``...) is accepted; fold ``i`` of the result is its split
-        ``i``.
+        ``i``. ``None`` means 5. The standard backend fits an int's folds on
+        the rows in ``StratifiedKFold``'s (``KFold``'s) order, as
+        ``cross_validate``. A splitter whose test folds do not partition the
+        samples (``ShuffleSplit``, ``LeavePGroupsOut``) has no tree:
+        ``method="auto"`` runs its splits as given by the standard backend,
+        with a :class:`~sklearn_ext.model_selection.TreeCVFallbackWarning`.
     scoring : str, callable, list, tuple, set or dict, default=None
         As in :func:`sklearn.model_selection.cross_validate`. ``None`` uses the
         estimator's ``score`` for classifiers and regressors, minus the mean
@@ -173,21 +201,44 @@ def tree_cross_validate(
         ``UserWarning``; ``"raise"`` re-raises. A failed fit in the tree
         fails every fold trained from it, and when every fit failed the error
         is raised, as ``cross_validate`` does.
+    verbose : int, default=0
+        As in ``cross_validate``: ``> 1`` prints a ``[CV] END ...`` line per
+        split, with its scores from ``> 2``.
+    params : dict, default=None
+        ``cross_validate``'s name for the fit parameters (pass these or
+        ``fit_params``, not both). With metadata routing enabled they are
+        routed by the requests of the splitter's ``split``, the estimator's
+        ``fit`` and ``partial_fit`` (what the tree calls) and the scorers'
+        ``score``, as ``cross_validate`` routes them; otherwise they go to
+        ``fit``. A parameter that ``partial_fit`` does not take makes
+        ``method="auto"`` fall back to the standard backend (with a note).
+    pre_dispatch : int or str, default="2*n_jobs"
+        joblib's ``pre_dispatch`` for the standard backend's fold jobs.
+    return_indices : bool, default=False
+        Whether to return each split's training and test rows
+        (``indices["train"]``, ``indices["test"]``), as ``cross_validate``.
+    return_run_info : bool, default=False
+        Whether to add what TreeCV measured: ``n_samples_fed``, ``backend``
+        and the backend's engine extras. Off by default, so that the result
+        has exactly ``cross_validate``'s keys.
 
     Returns
     -------
     scores : dict
-        ``test_score`` (or ``test_<name>`` per metric), ``fit_time`` and
-        ``score_time`` arrays of shape (n_splits,), ``estimator`` if asked,
-        ``n_samples_fed`` (total rows passed to the learner) and ``backend``
-        (the backend that ran), plus one array (or list) per engine extra of
-        the backend (:attr:`Backend.extras`; e.g. ``n_iter``, ``seed_time``,
+        ``cross_validate``'s keys in its order: ``fit_time`` and
+        ``score_time`` arrays of shape (n_splits,), ``estimator`` and
+        ``indices`` if asked, ``test_score`` (or ``test_<name>`` per metric)
+        and ``train_*`` if asked. With ``return_run_info``: ``n_samples_fed``
+        (total rows passed to the learner), ``backend`` (the backend that
+        ran) and one array (or list) per engine extra of the backend
+        (:attr:`Backend.extras`; e.g. ``n_iter``, ``seed_time``,
         ``objective`` and, with a warm-start store, ``warm_start_seed``,
         ``warm_start_hits`` and ``warm_start_skips`` for ``alpha_seeding``).
         Every array is in split order. For the tree, ``fit_time[i]`` is the
         training time spent since the previous leaf, so the array sums to the
-        total. ``regime_gap`` (a dict: ``gap``, ``fit_score``, ``tree_score``,
-        ``splits``, ``metric``) when a tree scored one pass of a learner whose
+        total. With ``return_run_info``, also ``regime_gap`` (a dict:
+        ``gap``, ``fit_score``, ``tree_score``, ``splits``, ``metric``) when
+        a tree scored one pass of a learner whose
         own ``fit`` trains differently: that ``fit`` measured on the first two
         splits against the tree's models of the same splits.
 
@@ -202,31 +253,46 @@ def tree_cross_validate(
     >>> from sklearn.naive_bayes import MultinomialNB
     >>> from sklearn_ext import tree_cross_validate
     >>> X, y = load_digits(return_X_y=True)
-    >>> result = tree_cross_validate(MultinomialNB(), X, y, cv=10, method="treecv")
+    >>> result = tree_cross_validate(
+    ...     MultinomialNB(), X, y, cv=10, method="treecv", return_run_info=True
+    ... )
     >>> result["test_score"].shape
     (10,)
     >>> result["backend"], result["n_samples_fed"] < 5 * len(X)
     ('python_tree', True)
-    >>> tree_cross_validate(MultinomialNB(), X, y, cv=10)["backend"]  # one pass
+    >>> tree_cross_validate(MultinomialNB(), X, y, cv=10, return_run_info=True)[
+    ...     "backend"
+    ... ]  # one pass
     'exact'
     """
     _check_params(estimator)
+    routed = _routed_params(estimator, X, y, groups, cv, scoring, error_score, params)
+    if fit_params and params:
+        raise ValueError(
+            "Pass the fit parameters either as params (cross_validate's name) or "
+            "as fit_params, not both."
+        )
     core = RunCore(
         estimator,
         X,
         y,
-        groups=groups,
-        cv=cv,
+        groups=routed.splitter.split.get("groups"),
+        cv=routed_cv(cv, routed.splitter.split),
         scoring=scoring,
         method=method,
         order=order,
         random_state=random_state,
         classes=classes,
-        fit_params=fit_params,
+        fit_params=fit_params or routed.estimator.fit,
+        stream_params=routed.estimator.get("partial_fit")
+        if _routing_enabled()
+        else None,
+        score_params=routed.scorer.score,
         n_jobs=n_jobs,
         return_train_score=return_train_score,
         error_score=error_score,
         store=False,
+        pre_dispatch=pre_dispatch,
     )
     resolved = core.resolve(estimator)
     tic = time.perf_counter()
@@ -234,16 +300,78 @@ def tree_cross_validate(
         resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
     )
     spent = time.perf_counter() - tic
-    result = _aggregate(table, resolved.backend.name, error_score)
+    print_splits(verbose, {}, None, split_dicts(table, core))
+    result = _aggregate(table, error_score)
     gap = core.note_regime(resolved, _first_scores(table), spent)
-    if gap is not None:
-        result["regime_gap"] = gap.as_dict()
+    if return_indices:
+        leaves = [int(leaf) for leaf in core.plan.leaf_order]
+        result["indices"] = {
+            "train": tuple(core.plan.fit_indices(leaf) for leaf in leaves),
+            "test": tuple(core.plan.test_indices(leaf) for leaf in leaves),
+        }
+        result = _scores_last(result)
+    if return_run_info:
+        result["n_samples_fed"] = int(np.sum(table.n_samples_fed))
+        result["backend"] = resolved.backend.name
+        for name, values in table.by_split().extras.items():
+            result[name] = _column(values)
+        if gap is not None:
+            result["regime_gap"] = gap.as_dict()
     names = _feature_names(X)
     if return_estimator and names is not None and not resolved.backend.data_as_given:
         for model in result["estimator"]:
             if model is not None and not hasattr(model, "feature_names_in_"):
                 model.feature_names_in_ = names
     return result
+
+
+def _routed_params(estimator, X, y, groups, cv, scoring, error_score, params):
+    """``params`` routed as ``cross_validate`` routes them.
+
+    With metadata routing enabled, by the requests of the splitter's
+    ``split``, the estimator's ``fit`` *and* ``partial_fit`` (which the tree
+    calls) and the scorers' ``score``; otherwise ``params`` go to ``fit``,
+    ``groups`` to the splitter and nothing to the scorers.
+    """
+    _check_groups_routing_disabled(groups)
+    params = {} if params is None else params
+    if not _routing_enabled():
+        return _manual_routing(
+            {
+                "splitter": {"split": {"groups": groups}},
+                "estimator": {"fit": params},
+                "scorer": {"score": {}},
+            }
+        )
+    splitter = cv
+    if not (hasattr(cv, "split") or isinstance(cv, FoldPlan)):
+        splitter = check_cv(cv, y, classifier=is_classifier(estimator))
+    scorers = check_scoring(
+        estimator, scoring=scoring, raise_exc=(error_score == "raise")
+    )
+    mapping = MethodMapping().add(caller="fit", callee="fit")
+    if callable(getattr(estimator, "partial_fit", None)):
+        mapping.add(caller="fit", callee="partial_fit")
+    router = (
+        MetadataRouter(owner="tree_cross_validate")
+        .add(
+            splitter=splitter,
+            method_mapping=MethodMapping().add(caller="fit", callee="split"),
+        )
+        .add(estimator=estimator, method_mapping=mapping)
+        .add(
+            scorer=scorers,
+            method_mapping=MethodMapping().add(caller="fit", callee="score"),
+        )
+    )
+    try:
+        return process_routing(router, "fit", **params)
+    except UnsetMetadataPassedError as e:
+        raise UnsetMetadataPassedError(
+            message=str(e).replace("tree_cross_validate.fit", "tree_cross_validate"),
+            unrequested_params=e.unrequested_params,
+            routed_params=e.routed_params,
+        ) from None
 
 
 def _check_params(estimator) -> None:
@@ -263,8 +391,8 @@ def _feature_names(X):
     return _get_feature_names(X)
 
 
-def _aggregate(table: LeafTable, backend: str, error_score) -> dict[str, Any]:
-    """The result dict, one entry per split in split order, then the extras.
+def _aggregate(table: LeafTable, error_score) -> dict[str, Any]:
+    """The result dict, keyed as ``cross_validate``'s, one entry per split.
 
     Failed fits are reported as ``cross_validate`` reports them: a
     ``FitFailedWarning`` when some failed, an error when all did.
@@ -278,19 +406,14 @@ def _aggregate(table: LeafTable, backend: str, error_score) -> dict[str, Any]:
         "fit_time": np.asarray(table.fit_time),
         "score_time": np.asarray(table.score_time),
     }
-    test = {n: v for n, v in table.scores.items() if not n.startswith("train:")}
-    for prefix, scores in (
-        ("test", test),
-        ("train", {n[6:]: v for n, v in table.scores.items() if n not in test}),
-    ):
-        for name, values in scores.items():
-            result[f"{prefix}_{name}"] = np.asarray(values)
     if table.estimator is not None:
         result["estimator"] = list(table.estimator)
-    result["n_samples_fed"] = int(np.sum(table.n_samples_fed))
-    result["backend"] = backend
-    for name, values in table.extras.items():
-        result[name] = _column(values)
+    for name, values in table.scores.items():
+        if not name.startswith("train:"):
+            result[f"test_{name}"] = np.asarray(values)
+            train = table.scores.get(f"train:{name}")
+            if train is not None:
+                result[f"train_{name}"] = np.asarray(train)
     return result
 
 
@@ -307,6 +430,14 @@ def _first_scores(table: LeafTable) -> dict[int, float]:
         )
         if error is None
     }
+
+
+def _scores_last(result: dict[str, Any]) -> dict[str, Any]:
+    """``cross_validate``'s key order: times, estimators, indices, then scores."""
+    first = ("fit_time", "score_time", "estimator", "indices")
+    ordered = {key: result[key] for key in first if key in result}
+    ordered.update((key, value) for key, value in result.items() if key not in first)
+    return ordered
 
 
 def _column(values: list):

@@ -83,7 +83,7 @@ class AlphaSeedingBackend(Backend):
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> result = tree_cross_validate(
     ...     AlphaSeededSVC(), scale(X), y, cv=5,
-    ...     method=AlphaSeedingBackend(seeding="mir"),
+    ...     method=AlphaSeedingBackend(seeding="mir"), return_run_info=True,
     ... )
     >>> result["backend"], result["n_iter"].shape
     ('alpha_seeding', (5,))
@@ -144,6 +144,24 @@ class AlphaSeedingBackend(Backend):
         if getattr(estimator, "warm_start_store", None) is not None:
             return None
         return WarmStartStore()
+
+    def plan_refusal(self, estimator, plan, y) -> str | None:
+        """A training part without some class (``SVC`` would fit fewer classes)."""
+        if y is None or np.ndim(y) != 1:
+            return None
+        classes, codes = np.unique(y, return_inverse=True)
+        total = np.bincount(codes)
+        for leaf in range(plan.n_splits):
+            held = np.bincount(codes[plan.test_indices(leaf)], minlength=total.size)
+            if np.any(held == total):
+                split = int(plan.split_index[leaf])
+                missing = classes[held == total].tolist()
+                return (
+                    f"the training part of split {split} has no sample of "
+                    f"class(es) {missing}, and alpha-seeded CV needs every class "
+                    "in every training part"
+                )
+        return None
 
     def run(self, task: CVTask) -> LeafTable:
         if task.fit_params:

@@ -124,7 +124,9 @@ class ExactStatisticsBackend(Backend):
     >>> from sklearn.naive_bayes import MultinomialNB
     >>> from sklearn_ext import tree_cross_validate
     >>> X, y = load_digits(return_X_y=True)
-    >>> ours = tree_cross_validate(MultinomialNB(), X, y, cv=KFold(10))
+    >>> ours = tree_cross_validate(
+    ...     MultinomialNB(), X, y, cv=KFold(10), return_run_info=True
+    ... )
     >>> ref = cross_validate(MultinomialNB(), X, y, cv=KFold(10))
     >>> ours["backend"], bool((ours["test_score"] == ref["test_score"]).all())
     ('exact', True)
