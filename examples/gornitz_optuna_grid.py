@@ -40,6 +40,7 @@ from optuna_treecv import (
     optimize_until_interrupted,
     refit_estimator,
 )
+from sklearn_ext import StratifiedTreeCVSplitter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         g.search_space(space),
         data.X,
         data.y,
-        cv=g.N_FOLDS,
+        # The tree's folds, each listing its rows in the tree's order: standard
+        # CV then trains the same one-pass models the tree does.
+        cv=StratifiedTreeCVSplitter(g.N_FOLDS),
         backend="auto" if args.method == "treecv" else "standard",
         report=None,  # A grid prunes nothing; no per-fold reports to store.
         random_state=args.seed,

@@ -56,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     # One fold plan for every candidate (and for the standard-CV estimate).
     plan = StratifiedTreeCVSplitter(g.N_FOLDS).plan(data.X, data.y)
     search = TreeCVSearchCV(
-        g.make_estimator(args.seed), space, cv=plan, n_jobs=args.n_jobs
+        g.make_estimator(args.seed),
+        space,
+        cv=plan,
+        n_jobs=args.n_jobs,
+        return_run_info=True,  # n_samples_fed per candidate
     )
     tic = time.perf_counter()
     search.fit(data.X, data.y, labeled=data.labeled)

@@ -760,9 +760,8 @@ def test_batched_discrete_naive_bayes_equals_cross_validate(
         cv=CVS[cv](),
         fit_params=params,
         leaf_callback=leaves.append,
-        method=ExactStatisticsBackend(
-            cache=StatisticsCache(0)
-        ),  # cold, return_run_info=True, return_run_info=True, return_run_info=True
+        method=ExactStatisticsBackend(cache=StatisticsCache(0)),  # cold
+        return_run_info=True,
     )
     ref = cross_validate(estimator, X, y, cv=CVS[cv](), params=params)
     assert ours["backend"] == "exact"

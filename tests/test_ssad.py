@@ -10,6 +10,7 @@ from sklearn.model_selection import StratifiedKFold, cross_validate
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ext import (
+    FoldPlan,
     SemiSupervisedAnomalyDetector,
     StratifiedTreeCVSplitter,
     TreeCVSearchCV,
@@ -20,6 +21,7 @@ from sklearn_ext._fast import _ssad
 from sklearn_ext.anomaly._features import FEATURE_CACHE
 from sklearn_ext.anomaly._labels import auroc
 from sklearn_ext.model_selection._backends import PythonTreeBackend
+from sklearn_ext.model_selection._split import make_fold_plan
 
 SSAD = SemiSupervisedAnomalyDetector
 
@@ -389,16 +391,24 @@ def test_auroc_matches_sklearn_with_ties():
 def test_native_tree_equals_python_tree(order, cv):
     X, y, labeled = _data()
     kwargs = dict(cv=cv, order=order, random_state=0, fit_params={"labeled": labeled})
-    native = tree_cross_validate(_detector(), X, y, **kwargs)
+    native = tree_cross_validate(_detector(), X, y, **kwargs, return_run_info=True)
     python = tree_cross_validate(
-        _detector(), X, y, method=PythonTreeBackend(), **kwargs
+        _detector(), X, y, method=PythonTreeBackend(), **kwargs, return_run_info=True
     )
     assert native["backend"] == "native_tree"
     assert python["backend"] == "python_tree"
     assert_array_equal(native["test_score"], python["test_score"])
     assert native["n_samples_fed"] == python["n_samples_fed"]
     if order == "fixed":
-        standard = tree_cross_validate(_detector(), X, y, method="standard", **kwargs)
+        # On the tree's own plan, the standard backend fits in the tree's order
+        # (an int cv would list each fold's rows as StratifiedKFold does).
+        chunks = make_fold_plan(cv, X, y, classifier=True, order=order)
+        kwargs["cv"] = FoldPlan(
+            [chunks.test_indices(i) for i in range(cv)], chunks.n_samples
+        )
+        standard = tree_cross_validate(
+            _detector(), X, y, method="standard", **kwargs, return_run_info=True
+        )
         assert_array_equal(native["test_score"], standard["test_score"])
 
 
@@ -413,7 +423,9 @@ def test_native_tree_resolves_gamma_scale_once_from_all_rows(order):
     ).plan(X, y)
     params = dict(eta_u=10.0, eta_l=10.0, n_components=50, random_state=0)
     kwargs = dict(cv=plan, fit_params={"labeled": labeled})
-    tree = tree_cross_validate(SSAD(**params), X, y, return_estimator=True, **kwargs)
+    tree = tree_cross_validate(
+        SSAD(**params), X, y, return_estimator=True, **kwargs, return_run_info=True
+    )
     gamma = resolve_gamma("scale", X)
     assert tree["backend"] == "native_tree"
     assert all(model.gamma_ == gamma for model in tree["estimator"])
@@ -423,7 +435,9 @@ def test_native_tree_resolves_gamma_scale_once_from_all_rows(order):
         one_pass, X, y, cv=list(plan.split()), params={"labeled": labeled}
     )
     assert_array_equal(tree["test_score"], reference["test_score"])
-    numeric = tree_cross_validate(SSAD(gamma=gamma, **params), X, y, **kwargs)
+    numeric = tree_cross_validate(
+        SSAD(gamma=gamma, **params), X, y, **kwargs, return_run_info=True
+    )
     assert_array_equal(tree["test_score"], numeric["test_score"])
     # The final fit on all rows resolves the same kernel.
     assert SSAD(**params).fit(X, y, labeled=labeled).gamma_ == gamma
@@ -454,9 +468,15 @@ def test_int_cv_stratifies_on_the_labels():
 def test_native_auroc_equals_the_roc_auc_scorer():
     X, y, labeled = _data()
     kwargs = dict(cv=5, fit_params={"labeled": labeled})
-    native = tree_cross_validate(_detector(), X, y, **kwargs)
+    native = tree_cross_validate(_detector(), X, y, **kwargs, return_run_info=True)
     rebuilt = tree_cross_validate(
-        _detector(), X, y, scoring="roc_auc", return_estimator=True, **kwargs
+        _detector(),
+        X,
+        y,
+        scoring="roc_auc",
+        return_estimator=True,
+        **kwargs,
+        return_run_info=True,
     )
     assert_allclose(native["test_score"], rebuilt["test_score"], rtol=1e-12)
     plan = StratifiedTreeCVSplitter(5).plan(X, y)
@@ -545,7 +565,7 @@ def test_labeled_mask_routed_through_tree_cross_validate():
         _detector(),
         X,
         y,
-        cv=5,
+        cv=StratifiedTreeCVSplitter(5),  # each fold's rows in the tree's order
         method="standard",
         fit_params={"labeled": labeled},
         return_estimator=True,

@@ -14,7 +14,11 @@ from sklearn.preprocessing import scale
 from sklearn.svm import SVC
 
 from sklearn_ext import tree_cross_validate
-from sklearn_ext.model_selection import FoldPlan, choose_backend
+from sklearn_ext.model_selection import (
+    FoldPlan,
+    TreeCVFallbackWarning,
+    choose_backend,
+)
 from sklearn_ext.svm import SEEDINGS, AlphaSeededSVC, KernelStore, alpha_seeded_cv
 from sklearn_ext.svm._kernel_store import kernel_matrix
 from sklearn_ext.svm._solver import SVMParams
@@ -264,8 +268,14 @@ def test_one_class_in_a_training_fold():
     y[:] = 0
     y[:4] = 1  # class 1 only in the first fold
     plan = FoldPlan([np.arange(0, 10), np.arange(10, 40)], n_samples=40)
-    with pytest.raises(TypeError, match=r"split 0 has no sample of class\(es\) \[1\]"):
+    with pytest.raises(ValueError, match=r"fold 0 has no sample of class\(es\) \[1\]"):
         alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=plan)
+    # method="auto" falls back to standard CV, which fits SVC with fewer classes.
+    with pytest.warns(TreeCVFallbackWarning, match=r"split 0 has no sample of"):
+        auto = tree_cross_validate(
+            AlphaSeededSVC(), X, y, cv=plan, return_run_info=True
+        )
+    assert auto["backend"] == "standard"
 
 
 def test_max_iter_warns(binary_data):

@@ -25,7 +25,14 @@ def _rbf_callable(A, B):
 def _cv_run(model, X, y, n_jobs, **kwargs):
     plan = FoldPlan.from_cv(StratifiedKFold(8, shuffle=True, random_state=0), X, y)
     return tree_cross_validate(
-        model, X, y, cv=plan, method=AlphaSeedingBackend(), n_jobs=n_jobs, **kwargs
+        model,
+        X,
+        y,
+        cv=plan,
+        method=AlphaSeedingBackend(),
+        n_jobs=n_jobs,
+        **kwargs,
+        return_run_info=True,
     )
 
 
@@ -48,8 +55,8 @@ def test_two_chains_match_one_within_tol(
     backend = AlphaSeedingBackend(seeding=seeding)
     plan = FoldPlan.from_cv(StratifiedKFold(8, shuffle=True, random_state=0), X, y)
     kwargs = dict(cv=plan, method=backend, return_estimator=True)
-    one = tree_cross_validate(model, X, y, n_jobs=1, **kwargs)
-    two = tree_cross_validate(model, X, y, n_jobs=2, **kwargs)
+    one = tree_cross_validate(model, X, y, n_jobs=1, **kwargs, return_run_info=True)
+    two = tree_cross_validate(model, X, y, n_jobs=2, **kwargs, return_run_info=True)
     for a, b in zip(one["objective"], two["objective"], strict=True):
         assert_allclose(b, a, rtol=1e-3)
     for fold, (ours, ref) in enumerate(

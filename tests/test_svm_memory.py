@@ -61,9 +61,11 @@ def test_scores_without_fold_models_equal_scores_with_them(
     plan = _plan(X, y, 6)
     model = AlphaSeededSVC(C=10.0, gamma=0.2)
     kwargs = dict(cv=plan, method=AlphaSeedingBackend(), n_jobs=n_jobs)
-    slim = tree_cross_validate(model, X, y, **kwargs)
+    slim = tree_cross_validate(model, X, y, **kwargs, return_run_info=True)
     assert set_model_calls == []  # scored natively, not returned: no model built
-    full = tree_cross_validate(model, X, y, return_estimator=True, **kwargs)
+    full = tree_cross_validate(
+        model, X, y, return_estimator=True, **kwargs, return_run_info=True
+    )
     assert len(set_model_calls) == plan.n_splits
     _compare_runs(slim, full)
     # The native scores are the returned models' own.

@@ -259,7 +259,9 @@ def test_c_path_table_is_the_search_table(separable):
     X, y = separable
     Cs = [4.0, 1.0, 16.0]
     res = svm_c_path_cv(AlphaSeededSVC(gamma=0.1), X, y, Cs, cv=4)
-    search = TreeCVSearchCV(AlphaSeededSVC(gamma=0.1), {"C": Cs}, cv=4).fit(X, y)
+    search = TreeCVSearchCV(
+        AlphaSeededSVC(gamma=0.1), {"C": Cs}, cv=4, return_run_info=True
+    ).fit(X, y)
     table = search.cv_results_
     # Both tables carry the backend's extras, warm starts included (the
     # search's own store, since cross-C warm starts are on by default).
@@ -576,7 +578,7 @@ def test_byte_bound_is_hard_along_a_c_grid(noisy):
 def test_search_warm_starts_by_default(separable, estimator):
     X, y = separable
     grid = {"C": [64.0, 1.0, 16.0, 4.0, 0.25]}
-    search = TreeCVSearchCV(estimator, grid, cv=5).fit(X, y)
+    search = TreeCVSearchCV(estimator, grid, cv=5, return_run_info=True).fit(X, y)
     res = search.cv_results_
     # The candidates ran by increasing C on a store of the search's own: all
     # but the smallest C start (at least their first fold) from a stored one.

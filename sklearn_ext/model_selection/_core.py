@@ -341,8 +341,10 @@ class RunCore:
         return self._fall_back(estimator, reason)
 
     def _plan_fallback(self, backend: Backend, estimator) -> Backend:
-        """The standard backend where ``backend`` refuses the plan's folds."""
-        if backend.own_training_rows:
+        """The standard backend where ``"auto"`` picked a backend that refuses
+        the plan's folds (a method named explicitly raises the engine's own
+        error when it meets them)."""
+        if backend.own_training_rows or self.method != "auto":
             return backend
         # An optional declaration (Backend.plan_refusal): why the backend
         # cannot run these folds (an SVM training part without some class).
@@ -350,12 +352,6 @@ class RunCore:
         reason = None if refuses is None else refuses(estimator, self.plan, self.y)
         if reason is None:
             return backend
-        if self.method != "auto":
-            raise TypeError(
-                f"method={self.method!r} cannot run {type(estimator).__name__} on "
-                f"these folds: {reason}. Use method='auto' to fall back to standard "
-                "k-fold CV, or method='standard'."
-            )
         return self._fall_back(estimator, reason)
 
     def _fall_back(self, estimator, reason: str) -> Backend:
@@ -637,17 +633,25 @@ def _all_classes(estimator, y, classes):
 
 
 def _not_partial_fit_params(estimator, params: dict) -> list[str]:
-    """The names in ``params`` that ``estimator.partial_fit`` does not take."""
-    partial_fit = getattr(estimator, "partial_fit", None)
-    if not params or not callable(partial_fit):
+    """The names in ``params`` that ``fit`` takes but ``partial_fit`` does not."""
+    if not params:
         return []
+    partial_fit = _takes(getattr(estimator, "partial_fit", None))
+    fit = _takes(getattr(estimator, "fit", None))
+    return sorted(
+        name for name in params if not partial_fit(name) and fit(name) is not False
+    )
+
+
+def _takes(method):
+    """``name -> bool``: whether ``method`` takes a keyword (``None``: unknown)."""
     try:
-        parameters = inspect.signature(partial_fit).parameters
+        parameters = inspect.signature(method).parameters
     except (TypeError, ValueError):
-        return []
+        return lambda name: None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return []
-    return sorted(name for name in params if name not in parameters)
+        return lambda name: True
+    return lambda name: name in parameters
 
 
 def _takes_classes(estimator) -> bool:

@@ -141,12 +141,12 @@ class TreeCVSearchCV(BaseSearchCV):
     best_estimator_ : estimator
         The best candidate refit on all data (if ``refit``), trained the way
         its folds were scored (see above).
-    regime_gap_ : dict or None
-        When the tree scored one pass of a learner whose own ``fit`` trains
-        differently: that ``fit`` measured against the tree's models of the
-        best candidate on its first two splits (``gap``, ``fit_score``,
+    regime_gap_ : dict
+        Set only when the tree scored one pass of a learner whose own ``fit``
+        trains differently: that ``fit`` measured against the tree's models of
+        the best candidate on its first two splits (``gap``, ``fit_score``,
         ``tree_score``, ``splits``, ``metric``; see "What TreeCV scores" in the
-        user guide). ``None`` otherwise.
+        user guide). Otherwise the search has ``GridSearchCV``'s attributes.
     best_score_ : float
         Mean CV score of the best candidate (not with a callable ``refit``).
     best_params_ : dict
@@ -373,7 +373,9 @@ class TreeCVSearchCV(BaseSearchCV):
                 ]
             self.best_params_ = results["params"][self.best_index_]
 
-        self.regime_gap_ = self._note_regime(core, runs, results, refit_metric, spent)
+        gap = self._note_regime(core, runs, results, refit_metric, spent)
+        if gap is not None:  # GridSearchCV's attributes, and this one when measured
+            self.regime_gap_ = gap
         if self.refit:
             self._refit_best(core, runs[self.best_index_], X, y, root_ctx, metadata)
 
@@ -472,20 +474,7 @@ class TreeCVSearchCV(BaseSearchCV):
             order = warm_start_order(
                 self.estimator, candidate_params, store=store is not None
             )
-            # Made ahead of the jobs, as GridSearchCV does: one per candidate
-            # and split, numbered candidate by candidate.
-            contexts = [
-                None
-                if callback_ctx is None
-                else [
-                    callback_ctx.subcontext(
-                        task_name="candidate-split-evaluation",
-                        task_id=i * n_splits + j,
-                    )
-                    for j in range(n_splits)
-                ]
-                for i in range(n_candidates)
-            ]
+            contexts = _split_contexts(callback_ctx, n_candidates, n_splits)
             ran = parallel(
                 delayed(_evaluate_candidate)(
                     core,
@@ -526,6 +515,25 @@ class TreeCVSearchCV(BaseSearchCV):
         evaluate_candidates.out = []
         evaluate_candidates.results = {}
         return evaluate_candidates
+
+
+def _split_contexts(callback_ctx, n_candidates: int, n_splits: int) -> list:
+    """One ``"candidate-split-evaluation"`` context per candidate and split.
+
+    Made ahead of the jobs, as ``GridSearchCV`` makes them, numbered candidate
+    by candidate; ``None`` per candidate without callbacks.
+    """
+    if callback_ctx is None:
+        return [None] * n_candidates
+    return [
+        [
+            callback_ctx.subcontext(
+                task_name="candidate-split-evaluation", task_id=i * n_splits + j
+            )
+            for j in range(n_splits)
+        ]
+        for i in range(n_candidates)
+    ]
 
 
 def warm_start_order(
