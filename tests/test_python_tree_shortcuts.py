@@ -265,9 +265,16 @@ def test_shortcuts_with_float32_sample_weight_and_scorers():
         {"cv": KFold(7, shuffle=True, random_state=0)},
     ):
         kwargs = {"cv": 9, **kwargs}
-        fast = tree_cross_validate(est, X, y, method=PythonTreeBackend(), **kwargs)
+        fast = tree_cross_validate(
+            est, X, y, method=PythonTreeBackend(), **kwargs, return_run_info=True
+        )
         ref = tree_cross_validate(
-            est, X, y, method=PythonTreeBackend(shortcuts=False), **kwargs
+            est,
+            X,
+            y,
+            method=PythonTreeBackend(shortcuts=False),
+            **kwargs,
+            return_run_info=True,
         )
         for key in fast:
             if key.startswith("test_"):
