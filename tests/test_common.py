@@ -6,12 +6,11 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import DataConversionWarning
-from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import shuffle
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_ext import TreeCVEstimator, TreeCVSearchCV, tree_cross_validate
+from sklearn_ext import TreeCVSearchCV, tree_cross_validate
 from sklearn_ext.anomaly import SemiSupervisedAnomalyDetector
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
@@ -54,7 +53,8 @@ _SEARCH_EXPECTED = {
 }
 
 
-# The searches are checked as scikit-learn checks GridSearchCV (its
+# TreeCVEstimator is checked in tests/test_search.py. The searches are checked as
+# scikit-learn checks GridSearchCV (its
 # instance_generator): error_score="raise", so that a check expecting a fit's own
 # error gets it rather than "All the fits failed".
 @parametrize_with_checks(
@@ -71,7 +71,6 @@ _SEARCH_EXPECTED = {
             cv=2,
             error_score="raise",
         ),
-        TreeCVEstimator(SGDClassifier(random_state=0)),
     ],
     expected_failed_checks=lambda estimator: _SEARCH_EXPECTED.get(
         type(estimator).__name__, {}
