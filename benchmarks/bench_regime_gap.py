@@ -96,7 +96,7 @@ def main() -> None:
         f"{'reported':>9} {'search':>8} {'|diff|':>7}"
     )
     for name, learner, data, (X, y) in panel():
-        tree = tree_cross_validate(learner, X, y, cv=cv)
+        tree = tree_cross_validate(learner, X, y, cv=cv, return_run_info=True)
         own = cross_validate(learner, X, y, cv=cv)["test_score"]
         true = own.mean() - tree["test_score"].mean()
         reported = tree["regime_gap"]["gap"]

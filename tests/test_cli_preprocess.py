@@ -102,7 +102,9 @@ def test_preprocess_none_no_shuffle_is_the_old_behaviour(capsys):
     )
     X, y = load_dataset("breast_cancer")
     bare = make_learner("pegasos", random_state=0)[0]
-    old = tree_cross_validate(bare, X, y, cv=5)  # An int cv, as the CLI gave it.
+    old = tree_cross_validate(
+        bare, X, y, cv=5, return_run_info=True
+    )  # An int cv, as the CLI gave it.
     row = next(line for line in out.splitlines() if line.startswith(old["backend"]))
     assert float(row.split()[1]) == pytest.approx(old["test_score"].mean(), abs=6e-5)
 
