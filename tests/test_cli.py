@@ -458,9 +458,7 @@ def test_saved_model_after_standard_cv_is_the_learners_fit(tmp_path, capsys):
     X, y = load_dataset("iris")
     # --no-shuffle: the folds of an int cv, as before issue 31.
     plan = TreeCVObjective(estimator, space, X, y, cv=3, random_state=0).fold_plan_
-    # The standard backend's folds: each split's rows as StratifiedKFold lists them.
-    splits = [(plan.fit_indices(i), plan.test_indices(i)) for i in range(3)]
-    scores = cross_val_score(clone(model), X, y, cv=splits)
+    scores = cross_val_score(clone(model), X, y, cv=list(plan.split()))
     best = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/cli.db")
     assert abs(scores.mean() - best.best_value) <= 1e-12
 
