@@ -258,7 +258,6 @@ class PlainObjective:
                 self.y,
                 cv=self.plan,
                 leaf_callback=leaf,
-                return_run_info=True,
             )
         finally:
             self.learn.append(learn[0])

@@ -73,7 +73,9 @@ def run_command(data: Path, folder: Path, k: int, pruner: str, n_trials: int) ->
             "--cv", str(k), "--n-trials", str(n_trials), "--pruner", pruner,
             "--storage", f"sqlite:///{db}", "--study-name", "bench",
             "--save-model", str(model), "--no-baseline",
-            "--no-progress-bar"]  # fmt: skip
+            "--no-progress-bar",
+            # The bare learner on the file's folds, as the bare calls below.
+            "--preprocess", "none", "--no-shuffle"]  # fmt: skip
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))

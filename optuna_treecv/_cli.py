@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import ast
-import math
 import re
 import signal
 import sys
@@ -16,11 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optuna_treecv._data import BUNDLED, load_data
+from optuna_treecv._cli_args import (
+    DEFAULT_HEARTBEAT,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    PROBE_ABOVE,
+    PROBE_FOLDS,
+    PROBE_SECONDS,
+    PROGRESS_EVERY,
+    STANDARD_LIMIT,
+    WILCOXON_STARTUP,
+    CLIError,
+    _parse_fixed,
+    _parse_space,
+    _parser,
+)
+from optuna_treecv._data import load_data
 from optuna_treecv._interrupt import optimize_until_interrupted
-from optuna_treecv._learners import LEARNERS, make_learner, scales_by_default
+from optuna_treecv._learners import make_learner, scales_by_default
 from optuna_treecv._preprocess import (
-    PREPROCESS_MODES,
     describe_steps,
     final_step,
     make_splitter,
@@ -40,247 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-DEFAULT_STORAGE = "sqlite:///optuna-treecv.db"
-#: Heartbeat interval (seconds) of a database storage unless --heartbeat says.
-DEFAULT_HEARTBEAT = 60
-#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
-EXIT_INTERRUPTED = 130
-#: Exit status after SIGTERM (128 + SIGTERM).
-EXIT_TERMINATED = 143
-#: Seconds of standard CV that ``cv`` runs without --force-standard.
-STANDARD_LIMIT = 3600
-#: Seconds of standard CV, estimated from TreeCV's rows, above which ``cv``
-#: times its first folds before running it.
-PROBE_ABOVE = 60.0
-#: Folds (at most) and seconds (about) that time standard CV's first folds.
-PROBE_FOLDS, PROBE_SECONDS = 3, 5.0
-#: Seconds between two progress lines within a trial.
-PROGRESS_EVERY = 5.0
-#: Reported folds before the Wilcoxon pruner decides, when a trial reports
-#: at least twice as many.
-WILCOXON_STARTUP = 14
-PRUNERS = (
-    "none",
-    "median",
-    "percentile",
-    "hyperband",
-    "successive-halving",
-    "wilcoxon",
-)
-
-
-class CLIError(Exception):
-    """A user error: printed on one line, exit code 2."""
-
 
 # -- argument parsing -----------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="optuna-treecv",
-        description="Hyperparameter search with cheap k-fold CV (TreeCV) in Optuna.",
-    )
-    parser.add_argument("--version", action="version", version=_version())
-    sub = parser.add_subparsers(dest="command", required=True)
-    learners = "; ".join(f"{k}: {v.summary}" for k, v in LEARNERS.items())
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "learner",
-            help=f"a learner name ({learners}) or an import path 'module:Class'",
-        )
-        p.add_argument(
-            "dataset",
-            help=".npz (X, y), .csv (last column is the target), svmlight file, "
-            f"or a bundled scikit-learn data set ({', '.join(BUNDLED)})",
-        )
-        p.add_argument("--target", help="target column of a CSV file (name or index)")
-        p.add_argument("--cv", type=int, default=5, help="number of folds (default 5)")
-        p.add_argument("--scoring", help="scikit-learn metric (default: score)")
-        p.add_argument(
-            "--set",
-            dest="fixed",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="fix an estimator parameter (repeatable), e.g. --set max_iter=5",
-        )
-        p.add_argument(
-            "--preprocess",
-            choices=PREPROCESS_MODES,
-            default="auto",
-            help="auto (default): a StandardScaler before the built-in learners "
-            "that want scaled features (not naive Bayes, not a module:Class "
-            "learner), and one-hot encoding of a CSV's text columns; scale: "
-            "always scale; none: the features as given. Each fold's scaler and "
-            "encoder learn from its training rows only. --set and --space take "
-            "the learner's own parameter names",
-        )
-        p.add_argument(
-            "--no-shuffle",
-            dest="shuffle",
-            action="store_false",
-            help="cut the folds in the file's row order (default: rows shuffled "
-            "with --seed; stratified for classifiers)",
-        )
-        p.add_argument(
-            "--seed",
-            type=int,
-            default=0,
-            help="random seed of the learner, the folds and the sampler (default 0)",
-        )
-        p.add_argument(
-            "--n-jobs", type=int, default=None, help="workers inside each CV run"
-        )
-
-    tune = sub.add_parser("tune", help="run an Optuna study (TreeCV in every trial)")
-    common(tune)
-    tune.add_argument(
-        "--n-trials", type=int, default=None, help="default 30, or none with --timeout"
-    )
-    tune.add_argument("--timeout", type=float, default=None, help="seconds")
-    tune.add_argument("--pruner", choices=PRUNERS, default="median")
-    tune.add_argument(
-        "--storage",
-        default=DEFAULT_STORAGE,
-        help=f"Optuna storage URL, or journal:PATH (default {DEFAULT_STORAGE})",
-    )
-    tune.add_argument("--study-name", help="default: <learner>-<dataset>")
-    tune.add_argument(
-        "--heartbeat",
-        type=int,
-        default=None,
-        metavar="SECONDS",
-        help="heartbeat of running trials in a database storage, so that the "
-        "trial of a killed worker is failed and its point retried when the "
-        f"study resumes (default {DEFAULT_HEARTBEAT}; 0 turns it off)",
-    )
-    tune.add_argument(
-        "--retry-running",
-        action="store_true",
-        help="first fail the study's RUNNING trials and queue their points again "
-        "(for storages without heartbeats, e.g. journal:PATH; only when no other "
-        "worker is running)",
-    )
-    tune.add_argument(
-        "--space",
-        action="append",
-        default=[],
-        metavar="NAME=SPEC",
-        help="search a parameter: float:LOW:HIGH[:log], int:LOW:HIGH[:log] or "
-        "cat:A,B,C (repeatable; replaces the learner's default space)",
-    )
-    tune.add_argument(
-        "--backend", default="auto", help="CV backend: auto, treecv, standard"
-    )
-    tune.add_argument(
-        "--no-progress-bar",
-        dest="progress_bar",
-        action="store_false",
-        help="no progress bar over the trials, and no progress lines within a "
-        "trial (shown on stderr every few seconds while a long trial runs: "
-        "folds scored, rows fed)",
-    )
-    tune.add_argument(
-        "--save-model",
-        metavar="PATH",
-        help="save the final model (the best trial's parameters fitted on all "
-        "rows, trained as the trials scored them) to PATH with joblib; load it "
-        "with joblib.load(PATH)",
-    )
-    tune.add_argument(
-        "--no-baseline",
-        dest="baseline",
-        action="store_false",
-        help="skip timing standard CV of the best parameters",
-    )
-
-    cv = sub.add_parser("cv", help="one CV score: TreeCV next to standard CV")
-    common(cv)
-    cv.add_argument(
-        "--backend",
-        default="auto",
-        choices=["auto", "treecv", "exact", "alpha_seeding", "standard"],
-        help="CV backend of the first run (standard scores the learner's own fit "
-        "on every fold)",
-    )
-    standard = cv.add_mutually_exclusive_group()
-    standard.add_argument(
-        "--no-standard",
-        dest="standard",
-        action="store_false",
-        help="skip the standard CV run (TreeCV only)",
-    )
-    standard.add_argument(
-        "--force-standard",
-        action="store_true",
-        help="run standard CV even when it is estimated to take more than "
-        f"{STANDARD_LIMIT // 3600} hour (by default it is then skipped, with "
-        "the estimate: the time of its first folds, extrapolated)",
-    )
-    return parser
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return {"none": None, "true": True, "false": False}.get(text.lower(), text)
-
-
-def _parse_fixed(items: Sequence[str]) -> dict[str, Any]:
-    fixed = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise CLIError(f"bad --set {item!r}: expected NAME=VALUE.")
-        fixed[name.strip()] = _parse_value(value.strip())
-    return fixed
-
-
-def _parse_space(items: Sequence[str]) -> dict[str, Any]:
-    from optuna.distributions import (
-        CategoricalDistribution,
-        FloatDistribution,
-        IntDistribution,
-    )
-
-    space = {}
-    for item in items:
-        name, sep, spec = item.partition("=")
-        kind, _, rest = spec.partition(":")
-        try:
-            if not sep or not name:
-                raise ValueError("expected NAME=SPEC")
-            if kind == "cat":
-                choices = [_parse_value(v) for v in rest.split(",") if v]
-                if not choices:
-                    raise ValueError("no choices")
-                space[name] = CategoricalDistribution(choices)
-            elif kind in ("float", "int"):
-                parts = rest.split(":")
-                log = parts[2:] == ["log"]
-                if len(parts) not in (2, 3) or (len(parts) == 3 and not log):
-                    raise ValueError(f"expected {kind}:LOW:HIGH[:log]")
-                cast = float if kind == "float" else int
-                dist = FloatDistribution if kind == "float" else IntDistribution
-                low, high = cast(parts[0]), cast(parts[1])
-                # A sampler draws in [LOW, HIGH]: nan, inf or a width beyond
-                # the largest float would fail inside it, after the study began.
-                if not all(map(math.isfinite, (low, high, float(high) - low))):
-                    raise ValueError(
-                        f"LOW and HIGH must be finite numbers less than "
-                        f"{sys.float_info.max:.3g} apart, got {low!r} and {high!r}"
-                    )
-                space[name] = dist(low, high, log=log)
-            else:
-                raise ValueError("the kind must be float, int or cat")
-        except (ValueError, OverflowError) as exc:
-            reason = str(exc).rstrip(".")
-            raise CLIError(f"bad --space {item!r}: {reason}.") from None
-    return space
-
-
-# -- shared set-up --------------------------------------------------------------------
 def _setup(args):
     """The estimator (with its preprocessing), space, data, folds and header."""
     if args.cv < 2:
@@ -338,18 +110,6 @@ def _open_storage(url: str, heartbeat: int | None):
         return open_storage(url, heartbeat_interval=heartbeat or None)
     except ValueError as exc:
         raise CLIError(" ".join(str(exc).split())) from None
-
-
-def _version() -> str:
-    import optuna
-    import sklearn
-
-    from optuna_treecv import __version__
-
-    return (
-        f"optuna-treecv {__version__} (Optuna {optuna.__version__}, "
-        f"scikit-learn {sklearn.__version__}, Python {sys.version.split()[0]})"
-    )
 
 
 def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:

@@ -518,3 +518,25 @@ def test_class_weight_fit_refuses_is_refused():
     )
     ref = cross_validate(fine, X, y, cv=KFold(4))
     assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-12)
+
+
+def test_every_folds_factorisation_is_kept_for_the_next_alpha(monkeypatch):
+    # The store of per-fold eigendecompositions holds all k of them: an
+    # estimate of a fold's size below its real size made a k-fold cycle evict
+    # each fold just before it was needed again.
+    from scipy import linalg
+
+    from sklearn_ext.model_selection._exact import _least_squares
+
+    calls = []
+    eigh = linalg.eigh
+    monkeypatch.setattr(
+        _least_squares.linalg, "eigh", lambda *a, **k: calls.append(1) or eigh(*a, **k)
+    )
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 30))
+    y = X @ rng.normal(size=30) + rng.normal(size=400)
+    backend = _exact()
+    for alpha in (0.1, 1.0, 10.0):
+        tree_cross_validate(Ridge(alpha=alpha), X, y, cv=KFold(10), method=backend)
+    assert len(calls) == 10

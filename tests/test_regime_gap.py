@@ -100,3 +100,20 @@ def test_a_study_measures_once_and_records_it(digits):
     measured = [t for t in study.trials if "regime_gap" in t.user_attrs["cv"]]
     assert len(measured) == 1
     assert objective.core_.gap_.gap == measured[0].user_attrs["cv"]["regime_gap"]["gap"]
+
+
+def test_a_plain_call_does_not_pay_for_the_gap(digits, monkeypatch):
+    from sklearn_ext.model_selection import _backends
+
+    X, y = digits
+    fits = []
+    standard_fold = _backends._standard_fold
+    monkeypatch.setattr(
+        _backends, "_standard_fold", lambda *a: fits.append(1) or standard_fold(*a)
+    )
+    with pytest.warns(TreeCVRegimeWarning) as caught:
+        result = tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5)
+    assert "regime_gap" not in result and not fits
+    assert "Measured" not in str(caught[0].message)
+    tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5, return_run_info=True)
+    assert fits  # asked for, it is measured

@@ -451,30 +451,6 @@ class Backend(ABC):
         return f"{type(self).__name__}()"
 
 
-def summarize_extras(
-    kinds: Mapping[str, str | None], extras: Mapping[str, Sequence]
-) -> dict[str, Any]:
-    """One JSON-safe value per extra of a run, as :attr:`Backend.extras` says."""
-    summary: dict[str, Any] = {}
-    for name, kind in kinds.items():
-        if kind is None or name not in extras:
-            continue
-        values = np.asarray(extras[name], dtype=float)
-        if kind == "sum":
-            total = float(np.nansum(values))
-            summary[name] = int(total) if total.is_integer() else total
-        elif kind == "mode":
-            values = values[~np.isnan(values)]
-            if values.shape[0] == 0:
-                summary[name] = None
-            else:
-                unique, counts = np.unique(values, return_counts=True)
-                summary[name] = float(unique[np.argmax(counts)])
-        else:
-            raise ValueError(f"Unknown summary {kind!r} of extra {name!r}.")
-    return summary
-
-
 # -- the Python tree ---------------------------------------------------------------
 class _Learner:
     """A model being trained along the tree, with its bookkeeping."""

@@ -275,7 +275,11 @@ class RunCore:
             self.say(lambda: warn_about_order(words))
 
     def note_regime(
-        self, resolved: Resolved, tree_scores, spent: float = 0.0
+        self,
+        resolved: Resolved,
+        tree_scores,
+        spent: float = 0.0,
+        min_seconds: float = GAP_MIN_SECONDS,
     ) -> RegimeGap | None:
         """Say the regime note once, with the gap measured once.
 
@@ -286,7 +290,8 @@ class RunCore:
         numbers; later calls say nothing. Returns the gap when this call
         measured it. Beyond the first two splits, the measurement may take
         ``GAP_BUDGET`` times ``spent`` (the seconds the door's runs took), and
-        at least ``GAP_MIN_SECONDS``.
+        at least ``min_seconds`` (a study, whose trials share the cost, passes
+        0: two splits, then what a third of its first trial's time allows).
         """
         if resolved.scores_own_fit or self._gap_tried:
             return None
@@ -300,7 +305,7 @@ class RunCore:
             # (a ConvergenceWarning of SGD's epochs) would only be noise.
             with data_scope(self.memo), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                budget = max(GAP_MIN_SECONDS, GAP_BUDGET * spent)
+                budget = max(min_seconds, GAP_BUDGET * spent)
                 gap = measure_gap(task, estimator, tree_scores, task.names[0], budget)
         except Exception:  # noqa: BLE001 - the note goes out without a number
             gap = None

@@ -11,8 +11,10 @@ scikit-learn makes around each independent fit are made here from the run's
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from joblib import logger
 from sklearn.utils import _safe_indexing
 
@@ -20,7 +22,13 @@ from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._core import RunCore
 from sklearn_ext.model_selection._scoring import metric_names
 
-__all__ = ["SplitHooks", "print_splits", "print_starts", "split_dicts"]
+__all__ = [
+    "SplitHooks",
+    "print_splits",
+    "print_starts",
+    "split_dicts",
+    "summarize_extras",
+]
 
 
 class SplitHooks:
@@ -196,3 +204,27 @@ def print_splits(verbose: int, parameters, progress, splits) -> None:
         result_msg += f" total time={logger.short_format_time(total)}"
         end_msg += "." * (80 - len(end_msg) - len(result_msg))
         print(end_msg + result_msg)
+
+
+def summarize_extras(
+    kinds: Mapping[str, str | None], extras: Mapping[str, Sequence]
+) -> dict[str, Any]:
+    """One JSON-safe value per extra of a run, as :attr:`Backend.extras` says."""
+    summary: dict[str, Any] = {}
+    for name, kind in kinds.items():
+        if kind is None or name not in extras:
+            continue
+        values = np.asarray(extras[name], dtype=float)
+        if kind == "sum":
+            total = float(np.nansum(values))
+            summary[name] = int(total) if total.is_integer() else total
+        elif kind == "mode":
+            values = values[~np.isnan(values)]
+            if values.shape[0] == 0:
+                summary[name] = None
+            else:
+                unique, counts = np.unique(values, return_counts=True)
+                summary[name] = float(unique[np.argmax(counts)])
+        else:
+            raise ValueError(f"Unknown summary {kind!r} of extra {name!r}.")
+    return summary

@@ -25,7 +25,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.validation import _check_method_params, indexable
 
-from sklearn_ext.model_selection._backends import Backend, LeafTable, summarize_extras
+from sklearn_ext.model_selection._backends import Backend, LeafTable
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._plan import FoldPlan
@@ -34,6 +34,7 @@ from sklearn_ext.model_selection._report import (
     print_splits,
     print_starts,
     split_dicts,
+    summarize_extras,
 )
 from sklearn_ext.model_selection._split import routed_cv
 from sklearn_ext.utils._data_scope import data_scope

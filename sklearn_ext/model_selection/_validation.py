@@ -237,10 +237,11 @@ def tree_cross_validate(
         Every array is in split order. For the tree, ``fit_time[i]`` is the
         training time spent since the previous leaf, so the array sums to the
         total. With ``return_run_info``, also ``regime_gap`` (a dict:
-        ``gap``, ``fit_score``, ``tree_score``, ``splits``, ``metric``) when
-        a tree scored one pass of a learner whose
-        own ``fit`` trains differently: that ``fit`` measured on the first two
-        splits against the tree's models of the same splits.
+        ``gap``, ``fit_score``, ``tree_score``, ``splits``, ``metric``,
+        ``stderr``) when a tree scored one pass of a learner whose own ``fit``
+        trains differently: that ``fit`` measured on the first splits against
+        the tree's models of the same splits (only then is it measured; the
+        regime note is said either way, with the numbers when measured).
 
     See Also
     --------
@@ -300,9 +301,15 @@ def tree_cross_validate(
         resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
     )
     spent = time.perf_counter() - tic
-    print_splits(verbose, {}, None, split_dicts(table, core))
+    if verbose > 1:  # one dict per split: not built for leave-one-out's sake
+        print_splits(verbose, {}, None, split_dicts(table, core))
     result = _aggregate(table, error_score)
-    gap = core.note_regime(resolved, _first_scores(table), spent)
+    gap = None
+    if not resolved.scores_own_fit:
+        # Measured (the learner's own fits) only when it is returned; the
+        # note is said either way.
+        scores = _first_scores(table) if return_run_info else {}
+        gap = core.note_regime(resolved, scores, spent)
     if return_indices:
         leaves = [int(leaf) for leaf in core.plan.leaf_order]
         result["indices"] = {

@@ -114,7 +114,11 @@ class _GramStats:
         # Each fold's eigendecomposition is kept for the next alpha, within
         # the Gram budget (leave-one-out on many rows recomputes them instead
         # of holding one per fold).
-        per_fold = (n_features + 1) * (n_features + Y.shape[1]) * 8
+        # Exactly what one fold keeps (see _solved_nbytes): eigenvalues,
+        # eigenvectors, the projected targets, the offsets. An estimate below
+        # it made a k-fold cycle thrash a store of k - 1 folds.
+        n, t = n_features, Y.shape[1]
+        per_fold = (n * n + n + n * t + n + t) * 8
         self.reserved_bytes = min(k * per_fold, max(gram_budget, per_fold))
         self._folds = LRUStore(self.reserved_bytes, sizeof=_solved_nbytes)
 
