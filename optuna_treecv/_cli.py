@@ -350,13 +350,17 @@ def _older_study_hint(changes: Sequence[str]) -> str:
     )
 
 
+#: The reason a fallback note gives: "TreeCV cannot run X (<reason>); ...".
+_FALLBACK_REASON = re.compile(r"cannot run \w+ \((.*)\); method=")
+
+
 def _fallback_reason(estimator, caught) -> str:
     """Why no fast backend runs ``estimator``, from its fallback warning."""
     name = type(estimator).__name__
     if not hasattr(estimator, "steps"):
         return f"TreeCV cannot run {name}"
     for w in caught:
-        match = re.search(r"cannot run \w+ \((.*)\); method=", str(w.message))
+        match = _FALLBACK_REASON.search(str(w.message))
         if match:
             return f"TreeCV cannot run this pipeline: {match.group(1)}"
     return f"TreeCV cannot run this {name}"
@@ -655,7 +659,7 @@ def _cv(args) -> int:
     )
     print(preprocessing_line(*notes, rows[0][0]))
     print(f"{'backend':<12} {'mean':>8} {'std':>8} {'rows fed':>12} {'time (s)':>9}")
-    for backend, scores, fed, wall, _ in rows:
+    for backend, scores, fed, wall, _, _ in rows:
         print(
             f"{backend:<12} {np.mean(scores):>8.4f} {np.std(scores):>8.4f} "
             f"{fed:>12,} {wall:>9.3f}"
@@ -664,9 +668,9 @@ def _cv(args) -> int:
         print(
             f"{rows[0][0]} takes {_ratio_words(rows[1][3], rows[0][3])} standard CV "
             "of the same models"
-            + (" (one ordered pass each)." if rows[0][0] in _ONE_PASS else ".")
+            + (" (one ordered pass each)." if _one_pass(rows[0][0]) else ".")
         )
-    gap = _CV_GAPS.pop(id(rows[0][1]), None)
+    gap = rows[0][5]
     if gap is not None:
         print(
             f"{name}.fit, a different training regime, scores {gap['fit_score']:.4f} "
@@ -679,10 +683,11 @@ def _cv(args) -> int:
     return 0
 
 
-#: Backends whose folds are one ordered pass (asked of their declarations).
-_ONE_PASS = ("python_tree", "native_tree")
-#: The regime gap of a ``cv`` run, by the id of its score array.
-_CV_GAPS: dict[int, dict] = {}
+def _one_pass(backend: str) -> bool:
+    """Whether ``backend``'s folds are one ordered pass (its declaration)."""
+    from sklearn_ext.model_selection._choice import backend_class
+
+    return backend_class(backend).scores == "one_pass"
 
 
 def _same_regime(backend: str, estimator, X, y):
@@ -705,8 +710,8 @@ def _ratio_words(standard: float, tree: float) -> str:
 
 
 def _cv_row(args, estimator, X, y, method, cv) -> tuple:
-    """One CV run of ``cv``: backend, fold scores, rows fed, wall time, and
-    what was said when no fast backend runs the learner."""
+    """One CV run of ``cv``: backend, fold scores, rows fed, wall time, what
+    was said when no fast backend runs the learner, and the regime gap."""
     from sklearn_ext.model_selection import TreeCVFallbackWarning
 
     tic = time.perf_counter()
@@ -719,22 +724,19 @@ def _cv_row(args, estimator, X, y, method, cv) -> tuple:
         raise CLIError(" ".join(str(exc).split())) from None
     wall = time.perf_counter() - tic
     scores = next(v for k, v in result.items() if k.startswith("test_"))
-    if "regime_gap" in result:
-        _CV_GAPS[id(scores)] = result["regime_gap"]
     said = ""
     if method != "standard" and result["backend"] == "standard":
         reasons = [
             match.group(1)
             for w in caught
             if w.category is TreeCVFallbackWarning
-            and (
-                match := re.search(r"cannot run \w+ \((.*)\); method=", str(w.message))
-            )
+            and (match := _FALLBACK_REASON.search(str(w.message)))
         ]
         why = f" ({reasons[0]})" if reasons else ""
         name = type(final_step(estimator)).__name__
         said = f"No fast backend runs {name}{why}: standard CV only."
-    return result["backend"], scores, result["n_samples_fed"], wall, said
+    gap = result.get("regime_gap")
+    return result["backend"], scores, result["n_samples_fed"], wall, said, gap
 
 
 class _EnoughFolds(Exception):
@@ -782,7 +784,7 @@ def _standard_too_long(args, estimator, X, y, tree_row, cv) -> str | None:
     :data:`PROBE_ABOVE`, standard CV's first folds are timed (fitting and
     scoring) and extrapolated to the ``k`` folds.
     """
-    _, _, fed, wall, _ = tree_row
+    _, _, fed, wall, _, _ = tree_row
     rows = X.shape[0] * (args.cv - 1)
     if wall * rows / max(int(fed), 1) <= PROBE_ABOVE:
         return None

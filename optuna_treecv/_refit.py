@@ -13,6 +13,7 @@ from sklearn.base import clone, is_classifier
 from optuna_treecv._objective import suggest_params
 from sklearn_ext.model_selection import one_standard_error_rule
 from sklearn_ext.model_selection._choice import backend_class
+from sklearn_ext.model_selection._core import takes_store
 from sklearn_ext.model_selection._regime import regime_estimator
 
 if TYPE_CHECKING:
@@ -293,7 +294,7 @@ def refit_estimator(
     model = clone(estimator).set_params(**values)
     classes = np.unique(y) if is_classifier(model) and y is not None else None
     model = regime_estimator(model, _scored_regime(trial), classes, X=X)
-    lend = warm_start_store is not None and _takes_store(model)
+    lend = warm_start_store is not None and takes_store(model)
     if lend:
         model.set_params(warm_start_store=warm_start_store)
     model.fit(X, y, **fit_params)
@@ -301,12 +302,6 @@ def refit_estimator(
         model.set_params(warm_start_store=None)
     model.optuna_trial_ = TrialRecord.of(trial, study.study_name)
     return model
-
-
-def _takes_store(model) -> bool:
-    """Whether ``model`` has a ``warm_start_store`` parameter left at ``None``."""
-    params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
-    return "warm_start_store" in params and params["warm_start_store"] is None
 
 
 def _scored_regime(trial: FrozenTrial) -> str:

@@ -59,7 +59,7 @@ from sklearn_ext.model_selection._scoring import (
 from sklearn_ext.model_selection._split import make_fold_plan
 from sklearn_ext.utils._data_scope import data_scope
 
-__all__ = ["Resolved", "RunCore", "stratifies"]
+__all__ = ["Resolved", "RunCore", "stratifies", "takes_store"]
 
 #: The regime gap's time budget beyond its first two splits: this share of the
 #: time the door's runs took, and at least ``GAP_MIN_SECONDS``.
@@ -493,7 +493,7 @@ class RunCore:
             self._params_for(resolved.estimator, model) if wrapped else self.fit_params
         )
         store = None
-        if resolved.store is not None and _takes_store(model):
+        if resolved.store is not None and takes_store(model):
             store = resolved.store
             model.set_params(warm_start_store=store)
         around = contextlib.nullcontext() if around_fit is None else around_fit(model)
@@ -665,7 +665,7 @@ def _takes_classes(estimator) -> bool:
     return accepts_classes(estimator)
 
 
-def _takes_store(model) -> bool:
+def takes_store(model) -> bool:
     """Whether ``model`` has a ``warm_start_store`` parameter left at ``None``."""
     params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
     return "warm_start_store" in params and params["warm_start_store"] is None
