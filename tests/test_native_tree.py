@@ -59,7 +59,6 @@ def _task(estimator, X, y, *, cv, order, scoring=None, **kwargs):
         y=y,
         plan=plan,
         scorer=make_scorer_dict(estimator, scoring),
-        scoring=scoring,
         metric=native_metric(estimator, scoring),
         **kwargs,
     )

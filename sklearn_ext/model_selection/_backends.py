@@ -230,9 +230,6 @@ class CVTask:
     y: Any
     plan: FoldPlan
     scorer: Callable[[Any, Any, Any], dict[str, float]]
-    #: The user's ``scoring`` argument, for backends that score common metrics
-    #: natively; ``scorer`` is the reference they must agree with.
-    scoring: Any = None
     fit_params: dict[str, Any] = field(default_factory=dict)
     #: The one metric a backend may compute itself, decided once by the run
     #: core: the ``scoring`` string, or for ``scoring=None`` ``"accuracy"`` /

@@ -428,7 +428,6 @@ class RunCore:
             y=self.y_given if getattr(backend, "y_as_given", False) else self.y,
             plan=plan,
             scorer=self.scorer,
-            scoring=self.scoring if self.metric is not None else _ByScorer(),
             metric=self.metric,
             fit_params=self._params_for(resolved.estimator, resolved.scored)
             if resolved.regime == "one_pass"
@@ -532,13 +531,6 @@ class RunCore:
         state = dict(self.__dict__)
         state["_said"], state["memo"] = set(), {}
         return state
-
-
-class _ByScorer:
-    """``CVTask.scoring`` when no backend may score natively."""
-
-    def __repr__(self) -> str:
-        return "<scikit-learn scorer>"
 
 
 class _Stop:
