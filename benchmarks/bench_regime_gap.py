@@ -4,7 +4,7 @@ For each learner whose own ``fit`` trains differently from the tree's one ordere
 pass, on the same 10 folds (``TreeCVSplitter(10)``, rows shuffled once):
 
 - ``reported``: the gap ``tree_cross_validate`` reports (``regime_gap["gap"]``:
-  the learner's ``fit`` on the first two splits minus the tree's models there),
+  the learner's ``fit`` on the first splits minus the tree's models there),
   and the one ``TreeCVSearchCV`` reports for its best candidate (``regime_gap_``);
 - ``true``: ``cross_validate`` of the learner's ``fit`` on all 10 folds, minus the
   tree's mean score.

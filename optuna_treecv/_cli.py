@@ -366,19 +366,42 @@ def _fallback_reason(estimator, caught) -> str:
     return f"TreeCV cannot run this {name}"
 
 
+#: The library's words for a choice, and the command line's.
+_CLI_WORDS = {
+    "method='standard'": "--backend standard",
+    "method='treecv'": "--backend treecv",
+    "method='auto'": "--backend auto",
+}
+
+
 def _say_once(caught, said: dict) -> None:
-    """Show each distinct warning of the trials once, through the filters.
+    """Show each distinct warning of the trials once, as one clean line.
 
     Python's own "default"/"once" bookkeeping resets whenever a library
     touches the warning filters, so a note such as TreeCVRegimeWarning would
-    be repeated for every trial.
+    be repeated for every trial. Each is printed as one line on stderr, above
+    the progress bar: ``note:`` for TreeCV's own notes (with the command
+    line's flags for the library's parameters), ``warning (Category):`` for
+    others, without the file and line a Python warning shows.
     """
     for w in caught:
         key = (str(w.message), w.category)
         if key in said:
             continue
         said[key] = True
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        text = " ".join(str(w.message).split())
+        for words, flag in _CLI_WORDS.items():
+            text = text.replace(words, flag)
+        ours = w.category.__module__.split(".")[0] == "sklearn_ext"
+        head = "note" if ours else f"warning ({w.category.__name__})"
+        _print_above_bar(f"{head}: {text}")
+
+
+def _print_above_bar(line: str) -> None:
+    """Print ``line`` on stderr without breaking an active progress bar."""
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stderr)
 
 
 def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -> int:
@@ -420,6 +443,7 @@ def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -
     )
     for name, value in best.params.items():
         print(f"  {name} = {value!r}")
+    _say_turned_to_fit(objective)
     # Only trials that ran CV (complete or pruned) are compared with standard CV.
     ran = [t for t in complete + pruned if "n_samples_fed" in _details(t)]
     if ran:
@@ -442,6 +466,21 @@ def _summarize(args, objective, study, n_before, elapsed, errors, interrupted) -
     elif args.storage == "memory":
         print("The study was in memory and is gone; --storage sqlite:///FILE keeps it.")
     return 0
+
+
+def _say_turned_to_fit(objective) -> None:
+    """Say it when ``--backend auto`` turned the study to the learner's fit."""
+    gap = objective.core_.gap_
+    if not objective.core_.fit_instead_ or gap is None:
+        return
+    name = type(final_step(objective.estimator)).__name__
+    print(
+        f"Scored by {name}.fit: on the first trial, one ordered pass scored "
+        f"{gap.tree_score:.4f} against {gap.fit_score:.4f} for the learner's own fit "
+        f"(gap {gap.gap:+.4f}, {len(gap.splits)} folds), so --backend auto scored "
+        "the learner's own fit (standard CV) for every trial; --backend treecv "
+        "keeps the one pass."
+    )
 
 
 def _check_save_path(path: str | None) -> None:
@@ -545,7 +584,7 @@ def _baseline(args, objective, best, ran) -> None:
     resolved = objective.core_.resolve(estimator)
     backend = resolved.backend
     if backend.name == "standard":
-        print("Time: every trial ran standard CV; there is no TreeCV to compare.")
+        print("Time: the trials ran standard CV; there is no TreeCV to compare.")
         return
     # Like with like: standard CV trains each fold the way the trials scored it
     # (one ordered pass after a tree backend), not with the learner's own fit.

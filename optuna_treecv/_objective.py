@@ -353,8 +353,19 @@ class TreeCVObjective:
             raise
         details = _details(table, resolved, time.perf_counter() - tic)
         gap = self.core_.note_regime(
-            resolved, _split_scores(details), details["cv_time"], min_seconds=0.0
+            resolved,
+            _split_scores(details),
+            details["cv_time"],
+            min_seconds=0.0,
+            act=True,
         )
+        if self.core_.fit_instead_ and resolved.regime == "one_pass":
+            # A large gap turned "auto" to the learner's fit: this trial too is
+            # scored by it (its reports stay those of the pass already made).
+            resolved = self.core_.resolve(resolved.estimator)
+            tic = time.perf_counter()
+            table = self.core_.run(resolved, plan=plan)
+            details = _details(table, resolved, time.perf_counter() - tic)
         if gap is not None:
             details["regime_gap"] = gap.as_dict()
         _write_attrs(trial, {**details, **extra})

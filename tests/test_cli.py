@@ -59,6 +59,8 @@ def test_tune_writes_a_study_and_summarizes(tmp_path, capsys):
             "s",
             "--pruner",
             "median",
+            "--backend",
+            "treecv",  # one pass kept: the time line compares it
             "--no-progress-bar",
         ],
         capsys,
@@ -266,7 +268,9 @@ def test_a_whole_run_says_the_regime_note_once(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Time: " in result.stdout  # The comparison ran.
-    assert result.stderr.count("TreeCVRegimeWarning") == 1, result.stderr
+    # One clean line, in the command line's words.
+    assert result.stderr.count("note: TreeCV scores") == 1, result.stderr
+    assert "TreeCVRegimeWarning" not in result.stderr
 
 
 def test_cv_runs_the_svm_through_alpha_seeding(capsys):
@@ -418,7 +422,11 @@ def test_saved_model_reproduces_the_best_trials_value(
     model = joblib.load(path)
     assert model.optuna_trial_.number == best.number
     name = type(make_learner(learner)[0]).__name__
-    if preprocess == "auto":  # The scaler streams with the learner.
+    if model.optuna_trial_.regime == "fit" and learner != "pegasos":
+        # One pass was far from the learner's fit on iris: "auto" scored fit.
+        assert "so --backend auto scored the learner's own fit" in out
+        assert type(model).__name__ == ("Pipeline" if preprocess == "auto" else name)
+    elif preprocess == "auto":  # The scaler streams with the learner.
         assert type(model).__name__ == "TreeCVEstimator"
         assert [type(s).__name__ for s in model.estimator] == ["StandardScaler", name]
         assert (
@@ -862,3 +870,15 @@ def test_real_sigint_exits_130_with_a_summary(tmp_path):
     # No trial of this process is left RUNNING.
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{db}")
     assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+
+
+def test_notes_are_clean_lines_and_auto_turns_to_fit(tmp_path, capsys):
+    argv = tune(tmp_path, "sgd-regressor", "diabetes", "--cv", "4",
+                "--n-trials", "2", "--pruner", "none")  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "--backend auto therefore scores" in notes[0]
+    assert "method=" not in err and "Warning:" not in err and ".py:" not in err
+    assert "so --backend auto scored the learner's own fit" in out
+    assert "backend standard)" in out  # the best trial's backend

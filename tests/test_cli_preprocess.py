@@ -140,6 +140,7 @@ def test_step_names_for_set_space_and_import_paths(tmp_path, capsys):
     argv = tune(tmp_path, "sklearn.linear_model:SGDClassifier", "iris",
                 "--cv", "3", "--n-trials", "2", "--space",
                 "alpha=float:1e-5:1e-2:log", "--preprocess", "scale",
+                "--backend", "treecv",  # the streaming pipeline, kept
                 "--save-model", path, name="import-path")  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err

@@ -149,7 +149,11 @@ def test_refit_estimator_reproduces_the_trials_value(estimator):
         warnings.simplefilter("ignore", TreeCVRegimeWarning)
         study.optimize(objective, n_trials=3)
     model = refit_estimator(study, estimator, X, y)
-    splits = list(objective.fold_plan_.split())
+    plan = objective.fold_plan_
+    if model.optuna_trial_.regime == "fit":  # the splitter's own rows, as fitted
+        splits = [(plan.fit_indices(f), plan.test_indices(f)) for f in plan.leaf_order]
+    else:  # one pass over each fold's rows in the tree's feeding order
+        splits = list(plan.split())
     scores = cross_val_score(clone(model), X, y, cv=splits)
     assert abs(scores.mean() - study.best_value) <= 1e-12
     again = clone(model).fit(X, y)

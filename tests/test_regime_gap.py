@@ -117,3 +117,102 @@ def test_a_plain_call_does_not_pay_for_the_gap(digits, monkeypatch):
     assert "Measured" not in str(caught[0].message)
     tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5, return_run_info=True)
     assert fits  # asked for, it is measured
+
+
+# -- method="auto" acts on a large gap (searches and studies) -----------------------
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    from sklearn.datasets import load_diabetes
+    from sklearn.preprocessing import scale
+
+    X, y = load_diabetes(return_X_y=True)
+    rows = np.random.RandomState(0).permutation(len(y))
+    return scale(X[rows]), y[rows]
+
+
+@pytest.mark.parametrize(
+    "fit_score, tree_score, stderr, large",
+    [
+        (0.95, 0.90, 0.001, False),  # 5 % of the score: told, kept
+        (0.95, 0.80, 0.001, True),  # 16 %: turned to fit
+        (0.95, 0.80, 0.1, False),  # within noise
+        (0.95, 0.96, float("nan"), False),  # the tree better
+        (-1.0, -3.0, float("nan"), True),  # scores below zero: the magnitude
+    ],
+)
+def test_the_rule_of_a_large_gap(fit_score, tree_score, stderr, large):
+    from sklearn_ext.model_selection._gap import RegimeGap
+
+    gap = RegimeGap("score", (0, 1, 2), fit_score, tree_score, 0.1, stderr)
+    assert gap.is_large is large
+    assert gap.as_dict()["large"] is large
+
+
+def test_auto_turns_a_search_to_fit_on_a_large_gap(diabetes):
+    from sklearn.linear_model import SGDRegressor
+    from sklearn.model_selection import cross_val_score
+
+    X, y = diabetes
+    cv = TreeCVSplitter(5)
+    grid = {"alpha": [1e-4, 1e-2, 1e-1]}
+    with pytest.warns(TreeCVRegimeWarning, match="method='auto' therefore scores"):
+        search = TreeCVSearchCV(
+            SGDRegressor(random_state=0), grid, cv=cv, return_run_info=True
+        ).fit(X, y)
+    assert search.regime_gap_["large"] and search.regime_gap_["gap"] > 0.2
+    # Every candidate scored SGDRegressor.fit, the refit is that fit, and the
+    # best score describes it.
+    assert type(search.best_estimator_) is SGDRegressor
+    fed = search.cv_results_["n_samples_fed"]
+    assert np.all(fed == 4 * len(y))  # k fits of (k - 1) / k of the rows, each
+    again = cross_val_score(clone_of(search.best_estimator_), X, y, cv=cv)
+    assert search.best_score_ == pytest.approx(again.mean(), abs=1e-12)
+    # Asked for the tree, it keeps the tree.
+    with pytest.warns(TreeCVRegimeWarning, match="Pass method='standard'"):
+        kept = TreeCVSearchCV(
+            SGDRegressor(random_state=0), grid, cv=cv, method="treecv"
+        ).fit(X, y)
+    assert type(kept.best_estimator_) is not SGDRegressor
+
+
+def clone_of(estimator):
+    from sklearn.base import clone
+
+    return clone(estimator)
+
+
+def test_auto_keeps_the_tree_on_a_small_gap(digits):
+    X, y = digits
+    with pytest.warns(TreeCVRegimeWarning, match="Pass method='standard'"):
+        search = TreeCVSearchCV(
+            PegasosClassifier(), {"alpha": [1e-4]}, cv=5, method="auto"
+        ).fit(X, y)
+        search = TreeCVSearchCV(
+            SGDClassifier(random_state=0), {"alpha": [1e-4, 1e-3]}, cv=5
+        ).fit(X, y)
+    assert not search.regime_gap_["large"]
+    assert type(search.best_estimator_) is not SGDClassifier  # one pass, kept
+
+
+def test_auto_turns_a_study_to_fit_on_a_large_gap(diabetes):
+    from sklearn.linear_model import SGDRegressor
+
+    X, y = diabetes
+    space = {"alpha": CategoricalDistribution([1e-4, 1e-3, 1e-2])}
+    objective = TreeCVObjective(SGDRegressor(random_state=0), space, X, y, cv=5)
+    study = optuna.create_study(direction="maximize")
+    with pytest.warns(TreeCVRegimeWarning, match="method='auto' therefore scores"):
+        study.optimize(objective, n_trials=3)
+    regimes = [t.user_attrs["cv"]["regime"] for t in study.trials]
+    assert regimes == ["fit"] * 3  # the first trial too, scored again by fit
+    first = study.trials[0].user_attrs["cv"]
+    assert first["regime_gap"]["large"]
+    expected = cross_validate(
+        SGDRegressor(random_state=0, alpha=study.trials[0].params["alpha"]),
+        X,
+        y,
+        cv=5,
+    )["test_score"].mean()
+    assert study.trials[0].value == pytest.approx(expected, abs=1e-12)

@@ -61,8 +61,8 @@ from sklearn_ext.utils._data_scope import data_scope
 
 __all__ = ["Resolved", "RunCore", "stratifies", "takes_store"]
 
-#: The regime gap's time budget beyond its first two splits: this share of the
-#: time the door's runs took, and at least ``GAP_MIN_SECONDS``.
+#: The regime gap's time budget beyond its first ``GAP_SPLITS`` splits: this
+#: share of the time the door's runs took, and at least ``GAP_MIN_SECONDS``.
 GAP_BUDGET = 0.3
 GAP_MIN_SECONDS = 2.0
 
@@ -235,6 +235,9 @@ class RunCore:
         self._order_checked = False
         #: The regime gap measured by :meth:`note_regime`, or None.
         self.gap_: RegimeGap | None = None
+        #: Whether ``method="auto"`` turned to the learner's own ``fit`` after a
+        #: large gap (:attr:`RegimeGap.is_large`): later runs score ``fit``.
+        self.fit_instead_ = False
         self._said: set = set()
         self.memo: dict = {}
         if store is not None and store is not False:
@@ -262,8 +265,21 @@ class RunCore:
             estimator, backend, classes=self.classes, X=self.X
         )
         if regime == "one_pass":
+            if self.fit_instead_ and not fit_is_one_pass(estimator):
+                return Resolved(estimator, StandardBackend(), estimator, "fit")
             self._check_order()
         return Resolved(estimator, backend, scored, regime, store, session)
+
+    def may_turn_to_fit(self, resolved: Resolved) -> bool:
+        """Whether a gap measured on ``resolved`` could make ``"auto"`` score
+        ``fit`` instead: not measured yet, ``method="auto"``, a one-pass regime
+        that differs from the learner's own ``fit``."""
+        return (
+            not self._gap_tried
+            and isinstance(self.method, str)
+            and self.method == "auto"
+            and not resolved.scores_own_fit
+        )
 
     def _check_order(self) -> None:
         """Say once if the rows are fed in an order related to ``y``."""
@@ -280,6 +296,7 @@ class RunCore:
         tree_scores,
         spent: float = 0.0,
         min_seconds: float = GAP_MIN_SECONDS,
+        act: bool = False,
     ) -> RegimeGap | None:
         """Say the regime note once, with the gap measured once.
 
@@ -288,10 +305,17 @@ class RunCore:
         splits against ``tree_scores`` (split index -> the tree's score of the
         first metric) and says the :class:`TreeCVRegimeWarning` with the
         numbers; later calls say nothing. Returns the gap when this call
-        measured it. Beyond the first two splits, the measurement may take
+        measured it. Beyond the first ``GAP_SPLITS`` splits, the measurement may take
         ``GAP_BUDGET`` times ``spent`` (the seconds the door's runs took), and
         at least ``min_seconds`` (a study, whose trials share the cost, passes
         0: two splits, then what a third of its first trial's time allows).
+
+        With ``act=True`` (a search or a study, measuring on its first
+        candidate or trial) and ``method="auto"``, a large gap
+        (:attr:`RegimeGap.is_large`) turns the core to the learner's own
+        ``fit``: :meth:`resolve` then returns the standard backend for every
+        learner whose ``fit`` is not one pass (:attr:`fit_instead_`), and the
+        note says so.
         """
         if resolved.scores_own_fit or self._gap_tried:
             return None
@@ -310,7 +334,15 @@ class RunCore:
         except Exception:  # noqa: BLE001 - the note goes out without a number
             gap = None
         self.gap_ = gap
-        self.say(lambda: warn_about_regime(estimator, refit=self.refit_, gap=gap))
+        self.fit_instead_ = bool(
+            act and self.method == "auto" and gap is not None and gap.is_large
+        )
+        turned = self.fit_instead_
+        self.say(
+            lambda: warn_about_regime(
+                estimator, refit=self.refit_, gap=gap, turned_to_fit=turned
+            )
+        )
         return gap
 
     def _own_rows_fallback(self, backend: Backend, estimator) -> Backend:

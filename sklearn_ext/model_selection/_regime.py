@@ -165,23 +165,43 @@ def _fit_differences(estimator) -> str:
     return "makes " + ", ".join(parts)
 
 
-def warn_about_regime(estimator, *, refit: bool, gap=None, stacklevel: int = 3) -> None:
+def warn_about_regime(
+    estimator,
+    *,
+    refit: bool,
+    gap=None,
+    turned_to_fit: bool = False,
+    stacklevel: int = 3,
+) -> None:
     """Say once, in plain words, that TreeCV scores a pass that ``fit`` does not.
 
     Nothing is said for a learner whose ``fit`` is one ordered pass. ``gap``
     (a :class:`~sklearn_ext.model_selection._gap.RegimeGap`) adds how far the
-    learner's own ``fit`` was from the tree's models on the same folds.
+    learner's own ``fit`` was from the tree's models on the same folds;
+    ``turned_to_fit`` says that ``method="auto"`` scores ``fit`` from now on
+    because that gap was large.
     """
     if fit_is_one_pass(estimator):
         return
     name = type(estimator).__name__
+    measured = "" if gap is None else " " + gap.words(name)
+    if turned_to_fit:
+        warnings.warn(
+            f"TreeCV's one ordered pass of partial_fit is far from {name}.fit "
+            f"on this data.{measured} method='auto' therefore scores {name}.fit "
+            "(k fits per candidate, the standard backend) for this search or "
+            "study, and the refit model is fitted by it. Pass method='treecv' to "
+            "keep the one pass.",
+            TreeCVRegimeWarning,
+            stacklevel=stacklevel,
+        )
+        return
     returned = (
         "The refit model is trained the same way on all rows (a TreeCVEstimator "
         f"around {name}), so the score describes it."
         if refit
         else f"A model trained by {name}.fit would differ from the ones scored."
     )
-    measured = "" if gap is None else " " + gap.words(name)
     warnings.warn(
         f"TreeCV scores {name} after one ordered pass of partial_fit over each "
         f"fold's training rows, while {name}.fit {_fit_differences(estimator)}."

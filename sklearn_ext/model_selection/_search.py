@@ -36,6 +36,7 @@ from sklearn_ext.model_selection._report import (
     split_dicts,
     summarize_extras,
 )
+from sklearn_ext.model_selection._scoring import metric_names
 from sklearn_ext.model_selection._split import routed_cv
 from sklearn_ext.utils._data_scope import data_scope
 
@@ -144,10 +145,12 @@ class TreeCVSearchCV(BaseSearchCV):
         its folds were scored (see above).
     regime_gap_ : dict
         Set only when the tree scored one pass of a learner whose own ``fit``
-        trains differently: that ``fit`` measured against the tree's models of
-        the best candidate on its first two splits (``gap``, ``fit_score``,
-        ``tree_score``, ``splits``, ``metric``; see "What TreeCV scores" in the
-        user guide). Otherwise the search has ``GridSearchCV``'s attributes.
+        trains differently: that ``fit`` measured against the tree's models on
+        the first splits (``gap``, ``fit_score``, ``tree_score``, ``splits``,
+        ``metric``, ``stderr``, ``large``; see "What TreeCV scores" in the user
+        guide), of the first candidate with ``method="auto"`` (a large gap then
+        turns the search to the learner's own ``fit``), else of the best one.
+        Otherwise the search has ``GridSearchCV``'s attributes.
     best_score_ : float
         Mean CV score of the best candidate (not with a callable ``refit``).
     best_params_ : dict
@@ -376,7 +379,7 @@ class TreeCVSearchCV(BaseSearchCV):
 
         gap = self._note_regime(core, runs, results, refit_metric, spent)
         if gap is not None:  # GridSearchCV's attributes, and this one when measured
-            self.regime_gap_ = gap
+            self.regime_gap_ = gap.as_dict()
         if self.refit:
             self._refit_best(core, runs[self.best_index_], X, y, root_ctx, metadata)
 
@@ -389,7 +392,10 @@ class TreeCVSearchCV(BaseSearchCV):
         return self
 
     def _note_regime(self, core: RunCore, runs, results, refit_metric, spent):
-        """The regime note, with the gap of the best candidate (or the first)."""
+        """The regime gap: measured on the first candidate when ``"auto"`` may
+        act on it, else here, on the best candidate (or the first)."""
+        if core.gap_ is not None:
+            return core.gap_
         index = getattr(self, "best_index_", 0)
         metric = refit_metric if isinstance(refit_metric, str) else "score"
         key = f"split{{}}_test_{metric}"
@@ -398,8 +404,7 @@ class TreeCVSearchCV(BaseSearchCV):
         scores = {
             i: float(results[key.format(i)][index]) for i in range(core.plan.n_splits)
         }
-        gap = core.note_regime(runs[index], scores, spent)
-        return None if gap is None else gap.as_dict()
+        return core.note_regime(runs[index], scores, spent)
 
     def _core(self, X, y, routed) -> RunCore:
         """The run core of one ``fit``: data, plan, scorers and parameters."""
@@ -476,20 +481,36 @@ class TreeCVSearchCV(BaseSearchCV):
                 self.estimator, candidate_params, store=store is not None
             )
             contexts = _split_contexts(callback_ctx, n_candidates, n_splits)
-            ran = parallel(
-                delayed(_evaluate_candidate)(
-                    core,
-                    resolved[i],
-                    candidate_params[i],
-                    (i, n_candidates),
-                    self.verbose,
-                    contexts[i],
-                    self,
+
+            def run(indices: list[int]) -> list[_Outcome]:
+                return parallel(
+                    delayed(_evaluate_candidate)(
+                        core,
+                        resolved[i],
+                        candidate_params[i],
+                        (i, n_candidates),
+                        self.verbose,
+                        contexts[i],
+                        self,
+                    )
+                    for i in indices
                 )
-                for i in order
-            )
+
             outcomes: list[Any] = [None] * n_candidates
-            for i, outcome in zip(order, ran, strict=True):
+            if order and core.may_turn_to_fit(resolved[order[0]]):
+                # The regime gap, measured on the first candidate before the
+                # others run: a large one turns "auto" to the learner's fit.
+                first = order[0]
+                tic = time.perf_counter()
+                (outcomes[first],) = run([first])
+                spent = time.perf_counter() - tic
+                scores = _first_scores(outcomes[first], core)
+                core.note_regime(resolved[first], scores, spent, act=True)
+                if core.fit_instead_:
+                    resolved = [core.resolve(r.estimator) for r in resolved]
+                    outcomes[first] = None
+            todo = [i for i in order if outcomes[i] is None]
+            for i, outcome in zip(todo, run(todo), strict=True):
                 outcomes[i] = outcome
             if not outcomes:
                 raise ValueError(
@@ -607,6 +628,16 @@ def _evaluate_candidate(
     splits = split_dicts(table, core)
     print_splits(verbose, parameters, progress, splits)
     return _Outcome(splits, _columns_of(table, resolved.backend))
+
+
+def _first_scores(outcome: _Outcome, core: RunCore) -> dict[int, float]:
+    """Split index -> the score of the first metric, of one candidate's run."""
+    name = metric_names(core.scoring)[0]
+    scores = {}
+    for i, split in enumerate(outcome.splits):
+        value = split["test_scores"]
+        scores[i] = float(value[name] if isinstance(value, dict) else value)
+    return scores
 
 
 def _columns_of(table: LeafTable, backend) -> dict[str, Any]:
