@@ -16,6 +16,7 @@ from sklearn.linear_model import RidgeClassifier, SGDClassifier
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import StratifiedKFold
 from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ext import (
@@ -107,6 +108,13 @@ CASES = [
         "exact_least_squares",
         ExactStatisticsBackend(),
         lambda: RidgeClassifier(alpha=1.0),
+        _classification,
+        ["accuracy", "balanced_accuracy"],
+    ),
+    (
+        "exact_scaled",
+        ExactStatisticsBackend(),
+        lambda: make_pipeline(StandardScaler(), RidgeClassifier(alpha=1.0)),
         _classification,
         ["accuracy", "balanced_accuracy"],
     ),

@@ -479,6 +479,7 @@ def test_what_is_scored_is_what_is_returned(regression):
         RidgeClassifier(),
         LinearRegression(),
         LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.1),
+        LinearDiscriminantAnalysis(),  # the svd solver
         KNeighborsClassifier(),
         KNeighborsRegressor(weights="distance"),
     ],
@@ -497,7 +498,7 @@ def test_auto_picks_exact(estimator):
         Ridge(positive=True),
         LinearRegression(positive=True),
         RidgeClassifier(class_weight="balanced"),
-        LinearDiscriminantAnalysis(),  # The svd solver.
+        LinearDiscriminantAnalysis(shrinkage=0.2),  # svd: fit refuses shrinkage
         LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
         KNeighborsClassifier(weights=lambda d: d),
     ],
@@ -522,8 +523,17 @@ def test_errors_name_what_is_wrong(counts, gaussian):
     X, y = counts
     with pytest.raises(ValueError, match="only the fit parameter 'sample_weight'"):
         tree_cross_validate(
-            MultinomialNB(), X, y, fit_params={"other": 1}, return_run_info=True
+            MultinomialNB(),
+            X,
+            y,
+            fit_params={"other": 1},
+            method="exact",
+            error_score="raise",
         )
+    # method="auto" falls back, naming the parameter; fit then refuses it.
+    with pytest.warns(TreeCVFallbackWarning, match="got \\['other'\\]"):
+        with pytest.raises(ValueError, match="All the 5 fits failed"):
+            tree_cross_validate(MultinomialNB(), X, y, fit_params={"other": 1})
     with pytest.raises(ValueError, match="Negative values"):
         tree_cross_validate(MultinomialNB(), -X, y, return_run_info=True)
     with pytest.raises(ValueError, match="alpha"):
@@ -891,7 +901,8 @@ def test_r2_from_moments_equals_the_scorer(estimator, dense, two_targets, offset
     X_seen, y_seen = family.prepare(estimator, X, y)
     stats = family.statistics(estimator, X_seen, y_seen, None, _layout._Chunks(plan))
     for leaf, model in enumerate(ref["estimator"]):
-        r2 = stats.held_out_r2(leaf, model.coef_, model.intercept_)
+        at_shift = np.atleast_2d(model.coef_) @ stats.shift + model.intercept_
+        r2 = stats.held_out_r2(leaf, model.coef_, at_shift)
         assert r2 is not None
         expected = ref["test_score"][leaf]
         assert abs(r2 - expected) < 1e-12 * max(1.0, abs(expected))

@@ -210,7 +210,9 @@ def resolve_backend(estimator, method, X=None, y=None, *, say=None) -> Backend:
         refusals.append(reason)
     _cannot_run(estimator, method)
     reason = (
-        refusals[-1]
+        # Each engine that took the estimator says why it cannot run it here
+        # (the exact backend names a pipeline's step, the tree its learner).
+        "; ".join(dict.fromkeys(refusals))
         if refusals
         else "it has no partial_fit method"
         if not callable(getattr(estimator, "partial_fit", None))

@@ -259,6 +259,7 @@ class RunCore:
             backend = backend.with_store(session, estimator)
         backend = self._own_rows_fallback(backend, estimator)
         backend = self._fit_only_fallback(backend, estimator)
+        backend = self._params_fallback(backend, estimator)
         backend = self._plan_fallback(backend, estimator)
         check_training_rows(self.plan, backend)
         scored, regime = scored_estimator(
@@ -375,6 +376,21 @@ class RunCore:
                 f"parameters: {reason}. Use method='standard', which passes them "
                 "to fit."
             )
+        return self._fall_back(estimator, reason)
+
+    def _params_fallback(self, backend: Backend, estimator) -> Backend:
+        """The standard backend where ``"auto"`` picked a backend that refuses
+        the fit parameters (a method named explicitly raises the engine's own
+        error when it meets them)."""
+        if self.method != "auto" or not self.fit_params:
+            return backend
+        # An optional declaration (Backend.params_refusal): why the backend
+        # cannot take these fit parameters (the exact backend takes only the
+        # learner's sample_weight).
+        refuses = getattr(backend, "params_refusal", None)
+        reason = None if refuses is None else refuses(estimator, self.fit_params)
+        if reason is None:
+            return backend
         return self._fall_back(estimator, reason)
 
     def _plan_fallback(self, backend: Backend, estimator) -> Backend:

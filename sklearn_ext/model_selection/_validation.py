@@ -327,8 +327,10 @@ def tree_cross_validate(
     names = _feature_names(X)
     if return_estimator and names is not None and not resolved.backend.data_as_given:
         for model in result["estimator"]:
-            if model is not None and not hasattr(model, "feature_names_in_"):
-                model.feature_names_in_ = names
+            # A pipeline's names are those of its first step.
+            first = model.steps[0][1] if hasattr(model, "steps") else model
+            if first is not None and not hasattr(first, "feature_names_in_"):
+                first.feature_names_in_ = names
     return result
 
 

@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import _check_sample_weight
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
@@ -28,6 +29,12 @@ from sklearn_ext.model_selection._exact._naive_bayes import (
     _GaussianNB,
 )
 from sklearn_ext.model_selection._exact._neighbors import _Neighbors
+from sklearn_ext.model_selection._exact._scaling import (
+    _Scaled,
+    _ScalerStats,
+    pipeline_refusal,
+    scaler_key,
+)
 from sklearn_ext.utils._hashing import UnhashableContent, content_digest
 from sklearn_ext.utils._memory import check_allocation
 
@@ -43,12 +50,25 @@ _FAMILIES = (
 )
 
 
+def _learner(estimator):
+    """The learner of a pipeline (its final step), or the estimator itself."""
+    if isinstance(estimator, Pipeline) and estimator.steps:
+        return estimator.steps[-1][1]
+    return estimator
+
+
 def _family(estimator) -> _Family | None:
-    kind = type(estimator)
+    """The family that runs ``estimator`` (a pipeline: that of its final step)."""
+    learner = _learner(estimator)
+    if learner is not estimator and isinstance(learner, Pipeline):
+        return None
+    kind = type(learner)
     name = f"{kind.__module__.split('._')[0]}.{kind.__qualname__}"
     for family in _FAMILIES:
         if name in family.names:
-            return family if family.supports(estimator) else None
+            if learner is not estimator and not family.scalable:
+                return None
+            return family if family.supports(learner) else None
     return None
 
 
@@ -182,7 +202,26 @@ class ExactStatisticsBackend(Backend):
         family = _family(estimator)
         if family is None:
             return f"the exact backend does not run {type(estimator).__name__}"
-        return family.refusal(estimator, X, y)
+        if isinstance(estimator, Pipeline):
+            reason = pipeline_refusal(estimator, X)
+            if reason is not None:
+                return reason
+        return family.refusal(_learner(estimator), X, y)
+
+    def params_refusal(self, estimator, fit_params: dict) -> str | None:
+        """Why the exact backend cannot take these fit parameters, or ``None``.
+
+        It takes the learner's ``sample_weight`` only: ``sample_weight`` for
+        a learner, ``<final step>__sample_weight`` for a pipeline (whose
+        scaler is then fit without weights, as the pipeline's ``fit`` does).
+        """
+        unknown = sorted(set(fit_params) - {_weight_key(estimator)})
+        if not unknown:
+            return None
+        return (
+            f"the exact backend takes only the fit parameter "
+            f"{_weight_key(estimator)!r}; got {unknown}"
+        )
 
     def run(self, task: CVTask) -> LeafTable:
         tic = time.perf_counter()
@@ -203,9 +242,17 @@ class ExactStatisticsBackend(Backend):
                 "The exact backend does not run "
                 f"{type(task.estimator).__name__}; see exact_learners()."
             )
-        prototype = clone(task.estimator)
+        scaled = None
+        if isinstance(task.estimator, Pipeline):
+            reason = pipeline_refusal(task.estimator, task.X)
+            if reason is not None:
+                raise TypeError(
+                    f"The exact backend cannot run this pipeline: {reason}."
+                )
+            scaled = _Scaled.of(clone(task.estimator))
+        prototype = clone(_learner(task.estimator))
         prototype._validate_params()
-        weights = _checked_weights(task, family, prototype)
+        weights = _checked_weights(task, family, prototype, _weight_key(task.estimator))
         if not family.accepts_sparse and sp.issparse(task.X):
             # scikit-learn's check_array words, naming the learner.
             raise TypeError(
@@ -215,7 +262,9 @@ class ExactStatisticsBackend(Backend):
             )
         X, y = family.prepare(prototype, task.X, task.y)
         weights = family.weights(prototype, y, weights)
-        return _Run(task, family, prototype, X, y, weights, _Chunks(task.plan))
+        run = _Run(task, family, prototype, X, y, weights, _Chunks(task.plan))
+        run.scaled = scaled
+        return run
 
     def _statistics(self, run: _Run):
         """The run's statistics, from the cache or computed now (and kept)."""
@@ -235,6 +284,7 @@ class ExactStatisticsBackend(Backend):
             type(run.family).__name__,
             type(run.prototype).__qualname__,
             run.family.statistics_key(run.prototype),
+            None if run.scaled is None else scaler_key(run.scaled.scaler),
             self.gram_budget,
             task.X,
             task.y,
@@ -254,20 +304,40 @@ def _compute_statistics(run: _Run, gram_budget: int):
         f"folds, {run.X.shape[0]} x {run.X.shape[1]} X)",
         "Use fewer folds, a smaller gram_budget, or method='standard'.",
     )
+    if run.scaled is None:
+        return run.family.statistics(
+            run.prototype, run.X, run.y, run.weights, run.chunks, gram_budget
+        )
+    scaler = run.scaled.scaler
     return run.family.statistics(
-        run.prototype, run.X, run.y, run.weights, run.chunks, gram_budget
+        run.prototype,
+        run.X,
+        run.y,
+        run.weights,
+        run.chunks,
+        gram_budget,
+        scaler=None if scaler is None else _ScalerStats(run.X, run.chunks, scaler),
     )
 
 
-def _checked_weights(task: CVTask, family: _Family, prototype) -> np.ndarray | None:
+def _weight_key(estimator) -> str:
+    """The fit parameter that carries the learner's ``sample_weight``."""
+    if isinstance(estimator, Pipeline) and estimator.steps:
+        return f"{estimator.steps[-1][0]}__sample_weight"
+    return "sample_weight"
+
+
+def _checked_weights(
+    task: CVTask, family: _Family, prototype, key: str = "sample_weight"
+) -> np.ndarray | None:
     """``sample_weight`` checked as the learner's ``fit`` checks it, or ``None``."""
-    unknown = set(task.fit_params) - {"sample_weight"}
+    unknown = set(task.fit_params) - {key}
     if unknown:
         raise ValueError(
-            "The exact backend takes only the fit parameter 'sample_weight'; "
+            f"The exact backend takes only the fit parameter {key!r}; "
             f"got {sorted(unknown)}. Use method='standard'."
         )
-    weights = task.fit_params.get("sample_weight")
+    weights = task.fit_params.get(key)
     if weights is None:
         return None
     name = type(prototype).__name__
@@ -312,7 +382,7 @@ def _fold_by_fold(run: _Run) -> LeafTable:
     leaves = []
     for leaf in range(task.plan.n_splits):
         tic = time.perf_counter()
-        model = family.make_fold(run, leaf)
+        model = run.fitted(leaf, family.make_fold(run, leaf))
         fit_time = run.pending_time + time.perf_counter() - tic
         run.pending_time = 0.0
         scores, score_time = family.score_fold(run, leaf, model)

@@ -42,10 +42,35 @@ class _Run:
     fed: int = 0
     #: What a family prepares once per run for its folds (see ``_Family.begin``).
     state: dict[str, Any] = field(default_factory=dict)
+    #: For a pipeline, its scaler and learner (a ``_scaling._Scaled``): the
+    #: ``prototype`` is then its learner, the statistics those of the scaled
+    #: rows, and fold models are fitted pipelines.
+    scaled: Any = None
 
     @property
     def n_features(self) -> int:
         return self.X.shape[1]
+
+    @property
+    def whole(self):
+        """What the user's ``fit`` fits: the pipeline, or the learner alone."""
+        return self.prototype if self.scaled is None else self.scaled.pipeline
+
+    def fold_scaler(self, leaf: int):
+        """Fold ``leaf``'s fitted scaler (a ``_scaling._FoldScaler``), or None."""
+        scaler = getattr(self.stats, "scaler", None)
+        return None if scaler is None else scaler.fold(leaf)
+
+    def fitted(self, leaf: int, model):
+        """Fold ``leaf``'s model as the user's ``fit`` returns it.
+
+        A pipeline's learner, made from the statistics, is put in a fitted
+        copy of the pipeline beside the fold's scaler; a model fit with
+        ``fit`` (a pipeline already) and ``None`` pass through.
+        """
+        if self.scaled is None or model is None or hasattr(model, "steps"):
+            return model
+        return self.scaled.assemble(self.fold_scaler(leaf), model)
 
 
 class _Family:
@@ -67,6 +92,10 @@ class _Family:
     takes_weights: ClassVar[bool] = True
     #: The exact path takes only a one-dimensional ``y``.
     one_dimensional_y: ClassVar[bool] = True
+    #: The family runs after a per-fold scaler (``Pipeline([scaler, learner])``):
+    #: its :meth:`statistics` take ``scaler=`` (a ``_scaling._ScalerStats``)
+    #: and each fold's statistics are those of the fold's scaled rows.
+    scalable: ClassVar[bool] = False
 
     def supports(self, estimator) -> bool:
         """Whether the family runs ``estimator``'s parameters."""
@@ -180,7 +209,12 @@ def _score_native(task: CVTask, model, X, leaf: int):
     """
     tic = time.perf_counter()
     rows = _as_slice(task.plan.test_indices(leaf))
-    jll = model._joint_log_likelihood(X[rows])
+    X = X[rows]
+    if hasattr(model, "steps"):  # a fitted pipeline: its scaler's transform first
+        if len(model.steps) > 1:
+            X = model[:-1].transform(X)
+        model = model[-1]
+    jll = model._joint_log_likelihood(X)
     predicted = model.classes_[np.argmax(jll, axis=1)]
     score = float(np.mean(predicted == task.y[rows]))
     return {"score": score}, time.perf_counter() - tic

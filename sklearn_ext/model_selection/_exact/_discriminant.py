@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -11,10 +12,16 @@ from sklearn_ext.model_selection._exact._base import (
     _classes_refusal,
     _classes_target,
     _Family,
+    _fit_fold,
+    _Run,
 )
 from sklearn_ext.model_selection._exact._layout import _by_class, _Chunks, _Groups
 
 __all__ = ["_LinearDiscriminant"]
+
+#: A fold whose svd-solver predictions the eigendecomposition's rounding could
+#: move by more than this (relative) is fit with ``fit`` (see ``_solve_svd``).
+PREDICTION_TOLERANCE = 1e-10
 
 
 class _DiscriminantStats:
@@ -26,7 +33,8 @@ class _DiscriminantStats:
     ``gram_budget`` bytes; otherwise a fold's are recomputed from its chunk.
     """
 
-    def __init__(self, X, y, chunks: _Chunks, gram_budget: int) -> None:
+    def __init__(self, X, y, chunks: _Chunks, gram_budget: int, scaler=None) -> None:
+        self.scaler = scaler
         self.classes, class_index, self.groups = _Groups.by_class(chunks, y)
         n_classes = self.classes.shape[0]
         n_features = X.shape[1]
@@ -54,6 +62,14 @@ class _DiscriminantStats:
             for g in range(self.groups.n_groups):
                 self.s2[self.groups.klass[g]] += self._group_scatter(D, g)
             self._D = D
+        # Each group's least and greatest values: which columns are constant
+        # within every class of a fold (see within_constant).
+        self.group_low = np.empty((self.groups.n_groups, n_features))
+        self.group_high = np.empty((self.groups.n_groups, n_features))
+        for g in range(self.groups.n_groups):
+            rows = order[self._group_bounds[g] : self._group_bounds[g + 1]]
+            part = X[rows]
+            self.group_low[g], self.group_high[g] = part.min(axis=0), part.max(axis=0)
         self.s1 = _by_class(self.groups, self.group_s1, n_classes)
         self.n = np.bincount(
             self.groups.klass, weights=self.group_n, minlength=n_classes
@@ -63,6 +79,18 @@ class _DiscriminantStats:
         rows = self._order[self._group_bounds[group] : self._group_bounds[group + 1]]
         part = D[rows]
         return part.T @ part
+
+    def within_constant(self, leaf: int) -> np.ndarray:
+        """The columns constant within every class on fold ``leaf``'s rows."""
+        n_classes, d = self.classes.shape[0], self.group_low.shape[1]
+        kept = self.groups.chunk != leaf
+        klass = self.groups.klass[kept]
+        low = np.full((n_classes, d), np.inf)
+        high = np.full((n_classes, d), -np.inf)
+        np.minimum.at(low, klass, self.group_low[kept])
+        np.maximum.at(high, klass, self.group_high[kept])
+        present = np.isin(np.arange(n_classes), klass)
+        return np.all(low[present] == high[present], axis=0)
 
     def fold(self, leaf: int):
         """Classes present, their counts, means and biased covariances."""
@@ -81,6 +109,13 @@ class _DiscriminantStats:
         m1 = s1 / n[:, None]
         means = self.shift[present] + m1
         covariances = s2 / n[:, None, None] - m1[:, :, None] * m1[:, None, :]
+        if self.scaler is not None:
+            # The moments of the fold's scaled rows, column by column.
+            fold = self.scaler.fold(leaf)
+            means = fold.centred_points(self.shift[present], m1)
+            covariances = covariances * np.outer(fold.factor, fold.factor)
+            covariances[:, fold.constant] = 0.0
+            covariances[:, :, fold.constant] = 0.0
         return self.classes[present], n, means, covariances
 
 
@@ -88,13 +123,23 @@ class _LinearDiscriminant(_Family):
     names = ("sklearn.discriminant_analysis.LinearDiscriminantAnalysis",)
     accepts_sparse = False
     takes_weights = False
+    scalable = True
 
     def supports(self, estimator) -> bool:
-        return (
-            estimator.solver in ("lsqr", "eigen")
-            and estimator.covariance_estimator is None
-            and not isinstance(estimator.shrinkage, str)
+        if estimator.covariance_estimator is not None:
+            return False
+        if estimator.solver == "svd":
+            return estimator.shrinkage is None  # fit refuses svd with shrinkage
+        return estimator.solver in ("lsqr", "eigen") and not isinstance(
+            estimator.shrinkage, str
         )
+
+    def make_fold(self, run: _Run, leaf: int):
+        model = self.fold_model(
+            copy.copy(run.prototype), run.stats, leaf, run.n_features
+        )
+        # None: the svd solver's rounding is not bounded here; fit the fold.
+        return _fit_fold(run.task, run.whole, leaf) if model is None else model
 
     def refusal(self, estimator, X, y) -> str | None:
         return super().refusal(estimator, X, y) or _classes_refusal(estimator, y)
@@ -110,8 +155,10 @@ class _LinearDiscriminant(_Family):
         scatter = kept if kept <= gram_budget else 0
         return 8.0 * (2 * n_samples * d + 2 * n_classes * d * d) + scatter
 
-    def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
-        return _DiscriminantStats(X, y, chunks, gram_budget)
+    def statistics(
+        self, estimator, X, y, weights, chunks, gram_budget=2**28, scaler=None
+    ):
+        return _DiscriminantStats(X, y, chunks, gram_budget, scaler)
 
     def fold_model(self, model, stats, leaf, n_features):
         from sklearn.covariance import shrunk_covariance
@@ -156,6 +203,12 @@ class _LinearDiscriminant(_Family):
         for prior, cov in zip(priors, covariances, strict=True):
             within += prior * np.atleast_2d(shrunk(cov))
         model.means_ = means
+        if model.solver == "svd":
+            if stats.within_constant(leaf).any():
+                return None  # fit's within-class scaling divides by ~0 there
+            if model.store_covariance:
+                model.covariance_ = within
+            return _solve_svd(model, counts, means, covariances, priors)
         model.covariance_ = within
         if model.solver == "lsqr":
             model.coef_ = linalg.lstsq(within, means.T)[0].T
@@ -183,3 +236,64 @@ class _LinearDiscriminant(_Family):
             )
         model._n_features_out = model._max_components
         return model
+
+
+def _solve_svd(model, counts, means, covariances, priors):
+    """``LinearDiscriminantAnalysis``'s svd solver from the fold's class moments.
+
+    ``fit`` takes the SVD of the within-class centred rows, each column
+    divided by its standard deviation; its singular values and right singular
+    vectors are the square roots of the eigenvalues and the eigenvectors of
+    their Gram matrix, the fold's within-class scatter so divided, which the
+    class moments give. The rest (the between-class SVD of the class means)
+    is ``fit``'s own, on matrices of ``n_classes`` rows. Returns ``None`` when
+    the eigendecomposition's rounding could move the predictions by more than
+    1e-10 (relative) or decide the rank differently: the fold is then fit.
+    The singular vectors' signs are LAPACK's choice in both, so ``scalings_``
+    (and ``transform``) may differ from ``fit``'s in the sign of a column;
+    ``coef_``, ``intercept_`` and every prediction do not depend on them.
+    """
+    n_samples, n_classes = counts.sum(), means.shape[0]
+    scatter = np.einsum("k,kij->ij", counts, covariances)
+    std = np.sqrt(np.clip(np.diag(scatter), 0.0, None) / n_samples)
+    std[std == 0] = 1.0
+    gram = scatter / n_samples / np.outer(std, std)
+    eigenvalues, eigenvectors = linalg.eigh(gram)
+    eigenvalues = np.clip(eigenvalues[::-1], 0.0, None)
+    eigenvectors = eigenvectors[:, ::-1]
+    singular = np.sqrt(eigenvalues)
+    slack = eigenvalues.shape[0] * np.finfo(float).eps * max(eigenvalues[0], 1e-300)
+    # sqrt(l +- slack) against tol: a rank fit could decide otherwise.
+    if np.any(np.abs(eigenvalues - model.tol**2) <= slack):
+        return None
+    rank = int(np.sum(singular > model.tol))
+    xbar = priors @ means
+    whitened = (eigenvectors[:, :rank].T @ ((means - xbar) / std).T).T
+    whitened /= singular[:rank]
+    # The error of each whitened direction is about slack / l relative to it.
+    error = slack * np.abs(whitened) @ (1.0 / eigenvalues[:rank])
+    if np.any(error > PREDICTION_TOLERANCE * np.linalg.norm(whitened, axis=1)):
+        return None
+    scalings = (eigenvectors[:, :rank].T / std).T / singular[:rank]
+    fac = 1.0 if n_classes == 1 else 1.0 / (n_classes - 1)
+    X = (np.sqrt((n_samples * priors) * fac) * (means - xbar).T).T @ scalings
+    _, S, Vt = linalg.svd(X, full_matrices=False)
+    if model._max_components == 0:
+        model.explained_variance_ratio_ = np.empty((0,), dtype=S.dtype)
+    else:
+        model.explained_variance_ratio_ = (S**2 / np.sum(S**2))[: model._max_components]
+    rank = int(np.sum(S > model.tol * S[0]))
+    model.xbar_ = xbar
+    model.scalings_ = scalings @ Vt.T[:, :rank]
+    coef = (means - xbar) @ model.scalings_
+    intercept = -0.5 * np.sum(coef**2, axis=1) + np.log(priors)
+    coef_ = coef @ model.scalings_.T
+    intercept -= xbar @ coef_.T
+    model.coef_, model.intercept_ = coef_, intercept
+    if n_classes == 2:
+        model.coef_ = (model.coef_[1, :] - model.coef_[0, :]).reshape(1, -1)
+        model.intercept_ = np.reshape(
+            np.asarray(model.intercept_[1] - model.intercept_[0]), (1,)
+        )
+    model._n_features_out = model._max_components
+    return model

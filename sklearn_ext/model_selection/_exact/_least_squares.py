@@ -25,6 +25,7 @@ from sklearn_ext.model_selection._exact._base import (
     _Run,
 )
 from sklearn_ext.model_selection._exact._layout import _Chunks, _dense
+from sklearn_ext.model_selection._exact._scaling import _ScalerStats
 from sklearn_ext.utils._lru import LRUStore
 
 __all__ = ["_LeastSquares"]
@@ -46,14 +47,25 @@ class _GramStats:
     """
 
     def __init__(
-        self, X, Y, weights, chunks: _Chunks, fit_intercept: bool, gram_budget: int
+        self,
+        X,
+        Y,
+        weights,
+        chunks: _Chunks,
+        fit_intercept: bool,
+        gram_budget: int,
+        scaler: _ScalerStats | None = None,
     ) -> None:
         n_samples, n_features = X.shape
         self.fit_intercept = fit_intercept
+        self.scaler = scaler
+        # After a scaler the fold's Gram is formed about the fold's mean even
+        # without an intercept (the scaler's offset is then added back).
+        self.centred = fit_intercept or scaler is not None
         self.sparse = sp.issparse(X)
         self.n_targets = Y.shape[1]
         w = np.ones(n_samples) if weights is None else np.asarray(weights, float)
-        if fit_intercept and not self.sparse:
+        if self.centred and not self.sparse:
             self.shift = (
                 X.mean(axis=0) if weights is None else np.average(X, axis=0, weights=w)
             )
@@ -162,12 +174,16 @@ class _GramStats:
         weight = self.total_w - self.chunk_w[leaf]
         gram = self.gram - chunk_gram
         xy = self.xy - chunk_xy
-        if self.fit_intercept:
+        if self.centred:
             x_mean = (self.total_x - self.chunk_x[leaf]) / weight
             y_mean = (self.total_y - self.chunk_y[leaf]) / weight
             gram = gram - weight * np.outer(x_mean, x_mean)
             xy = xy - weight * np.outer(x_mean, y_mean)
             x_offset = self.shift + x_mean
+            if self.scaler is not None:
+                gram, xy, x_offset = self._scaled(leaf, gram, xy, x_mean, y_mean)
+            if not self.fit_intercept:
+                x_offset = y_mean = None
         else:
             x_offset = y_mean = None
         eigenvalues, eigenvectors = linalg.eigh(gram)
@@ -175,11 +191,36 @@ class _GramStats:
         self._folds.put(leaf, solved)
         return solved
 
-    def held_out_r2(self, leaf: int, coef, intercept) -> float | None:
+    def _scaled(self, leaf: int, gram, xy, x_mean, y_mean):
+        """The fold's centred moments of its scaled rows, and their mean.
+
+        ``Z = (X - offset) * factor + origin`` column by column, so the
+        centred Gram matrix is ``factor' G factor`` and ``X'y`` is
+        ``factor X'y``; columns constant on the fold centre to exactly zero.
+        Without an intercept, the uncentred moments about the origin follow
+        from the mean (``Z'Z = G_c + w z z'``).
+        """
+        fold = self.scaler.fold(leaf)
+        factor, constant = fold.factor, fold.constant
+        gram = gram * np.outer(factor, factor)
+        xy = xy * factor[:, None]
+        gram[constant] = 0.0
+        gram[:, constant] = 0.0
+        xy[constant] = 0.0
+        z_mean = fold.centred_points(self.shift, x_mean)
+        if not self.fit_intercept:
+            weight = self.total_w - self.chunk_w[leaf]
+            gram = gram + weight * np.outer(z_mean, z_mean)
+            xy = xy + weight * np.outer(z_mean, y_mean)
+        return gram, xy, z_mean
+
+    def held_out_r2(self, leaf: int, coef, at_shift) -> float | None:
         """R^2 of a linear model on the rows chunk ``leaf`` holds out, or None.
 
-        With ``u = y - mean(y)`` over the chunk and ``e`` the prediction's
-        offset from that mean, the residual sum of squares is
+        The model predicts ``(x - shift) @ coef.T + at_shift`` (``at_shift``:
+        its prediction at the statistics' shift). With ``u = y - mean(y)``
+        over the chunk and ``e`` the prediction's offset from that mean, the
+        residual sum of squares is
         ``u'u - 2 b'X'u + b'X'X b + 2 e b'sum(X) - 2 e sum(u) + n e^2`` (``X``
         shifted), which needs only the chunk's moments. None (score from the
         rows instead) where ``r2_score`` would not divide (fewer than two rows,
@@ -194,7 +235,7 @@ class _GramStats:
         B = np.atleast_2d(coef)
         gram, xu = self.chunk_gram[leaf], self.chunk_xu[leaf]
         sx = self.chunk_x[leaf]
-        offset = B @ self.shift + intercept - self.chunk_y_mean[leaf]
+        offset = at_shift - self.chunk_y_mean[leaf]
         quad = np.einsum("jd,dj->j", B, gram @ B.T)
         cross = np.einsum("jd,dj->j", B, xu)
         along = B @ sx
@@ -237,6 +278,7 @@ def _least_squares_coef(solved, tol: float):
 
 
 class _LeastSquares(_Family):
+    scalable = True
     names = (
         "sklearn.linear_model.Ridge",
         "sklearn.linear_model.RidgeClassifier",
@@ -308,9 +350,13 @@ class _LeastSquares(_Family):
             total += 8.0 * k * (d * d + 2 * d * t + 3 * t)
         return total
 
-    def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
+    def statistics(
+        self, estimator, X, y, weights, chunks, gram_budget=2**28, scaler=None
+    ):
         Y = y[2] if isinstance(y, tuple) else (y[:, None] if y.ndim == 1 else y)
-        return _GramStats(X, Y, weights, chunks, estimator.fit_intercept, gram_budget)
+        return _GramStats(
+            X, Y, weights, chunks, estimator.fit_intercept, gram_budget, scaler
+        )
 
     def begin(self, run: _Run) -> None:
         if isinstance(run.y, tuple):  # RidgeClassifier: the classes of each fold
@@ -326,26 +372,30 @@ class _LeastSquares(_Family):
                 classes=classes, chunk_rows=chunk_rows, class_rows=chunk_rows.sum(0)
             )
         else:
-            # R^2 (the regressors' default score) from the held-out moments.
-            run.state["moments_r2"] = run.native and run.stats.moments
+            # R^2 (the regressors' default score) from the held-out moments;
+            # not where the fold's scaler clips held-out rows.
+            clips = run.scaled is not None and getattr(run.scaled.scaler, "clip", False)
+            run.state["moments_r2"] = run.native and run.stats.moments and not clips
 
     def make_fold(self, run: _Run, leaf: int):
         state, model = run.state, copy.copy(run.prototype)
         if not _well_conditioned(run.stats.fold(leaf), model):
-            return _fit_fold(run.task, run.prototype, leaf)
+            return _fit_fold(run.task, run.whole, leaf)
         if not isinstance(run.y, tuple):
             y_info = "1d" if np.ndim(run.task.y) == 1 else "2d"
             return self.fold_model(model, run.stats, leaf, run.n_features, y_info)
         present = np.flatnonzero(state["class_rows"] - state["chunk_rows"][leaf] > 0)
         if present.shape[0] < 2:
-            return _fit_fold(run.task, run.prototype, leaf)
+            return _fit_fold(run.task, run.whole, leaf)
         y_info = (state["classes"], present)
         return self.fold_model(model, run.stats, leaf, run.n_features, y_info)
 
     def score_fold(self, run: _Run, leaf: int, model):
-        if run.state.get("moments_r2") and hasattr(model, "coef_"):
+        learner = model[-1] if hasattr(model, "steps") else model
+        if run.state.get("moments_r2") and hasattr(learner, "coef_"):
             tic = time.perf_counter()
-            r2 = run.stats.held_out_r2(leaf, model.coef_, model.intercept_)
+            coef, at_shift = _linear_map(run, leaf, model, learner)
+            r2 = run.stats.held_out_r2(leaf, coef, at_shift)
             if r2 is not None:
                 return {"score": r2}, time.perf_counter() - tic
         return run.task.score(model, leaf)
@@ -393,6 +443,10 @@ class _LeastSquares(_Family):
             model.solver_ = "svd" if model.solver == "svd" else "cholesky"
         if constant is not None and constant.any():
             coef[constant] = 0.0  # fit's centred target is exactly zero
+        if stats.scaler is not None and model.fit_intercept:
+            # A column constant on the fold scales to a constant, which the
+            # intercept absorbs: no weight (without an intercept it is one).
+            coef[:, stats.scaler.fold(leaf).constant] = 0.0
         # As fit: ridge ravels a single target's coefficients (also for a
         # two-dimensional y), least squares only those of a one-dimensional y.
         if one_target or (name != "LinearRegression" and n_targets == 1):
@@ -408,6 +462,25 @@ class _LeastSquares(_Family):
             model.intercept_ = 0.0
         model.n_features_in_ = n_features
         return model
+
+
+def _linear_map(run: _Run, leaf: int, model, learner):
+    """Coefficients on ``X`` and the prediction at the statistics' shift.
+
+    After a scaler ``Z = (X - offset) * factor + origin``, so the model is
+    linear in ``X`` with coefficients ``coef * factor``; its prediction at the
+    shift is formed from ``shift - offset`` (small for a standard scaler),
+    which keeps its digits.
+    """
+    shift = run.stats.shift
+    coef = np.atleast_2d(learner.coef_)
+    if model is learner:
+        return coef, coef @ shift + learner.intercept_
+    fold = run.fold_scaler(leaf)
+    if fold is None:  # a pipeline of the learner alone
+        return coef, coef @ shift + learner.intercept_
+    at_shift = coef @ fold.centred_points(shift, 0.0) + learner.intercept_
+    return coef * fold.factor, at_shift
 
 
 def _check_class_weight(class_weight: dict, classes: np.ndarray) -> None:

@@ -132,7 +132,8 @@ def _discrete_nb_jll(model, alpha, counts, features, X_test) -> np.ndarray:
 class _GaussianNBStats:
     """Per-class weighted sums of shifted values and squares; all-row moments."""
 
-    def __init__(self, X, y, weights, chunks: _Chunks) -> None:
+    def __init__(self, X, y, weights, chunks: _Chunks, scaler=None) -> None:
+        self.scaler = scaler
         self.classes, class_index, self.groups = _Groups.by_class(chunks, y)
         n_classes = self.classes.shape[0]
         w = np.ones(X.shape[0]) if weights is None else weights
@@ -178,6 +179,14 @@ class _GaussianNBStats:
         n = self.chunk_sizes.sum() - self.chunk_sizes[leaf]
         a1 = (self.all_s1 - self.chunk_s1[leaf]) / n
         all_var = np.maximum((self.all_s2 - self.chunk_s2[leaf]) / n - a1 * a1, 0.0)
+        if self.scaler is not None:
+            # The moments of the fold's scaled rows, column by column.
+            fold = self.scaler.fold(leaf)
+            theta = fold.centred_points(self.shift[present], m1)
+            var = var * fold.factor**2
+            all_var = all_var * fold.factor**2
+            var[:, fold.constant] = 0.0
+            all_var[fold.constant] = 0.0
         return self.classes[present], weight, theta, var, float(np.max(all_var))
 
 
@@ -304,6 +313,7 @@ class _DiscreteNB(_NaiveBayes):
 class _GaussianNB(_NaiveBayes):
     names = ("sklearn.naive_bayes.GaussianNB",)
     accepts_sparse = False
+    scalable = True
 
     def refusal(self, estimator, X, y) -> str | None:
         reason = super().refusal(estimator, X, y)
@@ -317,8 +327,10 @@ class _GaussianNB(_NaiveBayes):
     def prepare(self, estimator, X, y):
         return np.asarray(X, dtype=float), _classes_target(estimator, y)
 
-    def statistics(self, estimator, X, y, weights, chunks, gram_budget=2**28):
-        return _GaussianNBStats(X, y, weights, chunks)
+    def statistics(
+        self, estimator, X, y, weights, chunks, gram_budget=2**28, scaler=None
+    ):
+        return _GaussianNBStats(X, y, weights, chunks, scaler)
 
     def fold_model(self, model, stats, leaf, n_features):
         classes, weight, theta, var, max_var = stats.fold(leaf)
