@@ -36,7 +36,8 @@ bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 # The documentation site, built from scratch with warnings as errors (the gallery's
-# examples run): entry page docs/_build/html/index.html. Links to the scikit-learn,
+# examples run), then checked page by page (docs/check_site.py: links, anchors, API
+# links of the guide pages, real thumbnails): entry page docs/_build/html/index.html. Links to the scikit-learn,
 # Optuna, NumPy and Python docs need the network: `make docs INTERSPHINX=1`.
 DOCS_STAMP := $(VENV)/.docs-installed
 INTERSPHINX ?= 0
@@ -49,6 +50,7 @@ docs: $(DOCS_STAMP)
 	rm -rf docs/_build docs/generated docs/auto_examples docs/_api_lists.rst
 	OPTUNA_TREECV_DOCS_INTERSPHINX=$(INTERSPHINX) $(BIN)/python -m sphinx -b html \
 		-W --keep-going -q docs docs/_build/html
+	$(BIN)/python docs/check_site.py docs/_build/html
 	@echo "Built docs/_build/html/index.html"
 
 # Checks the links of the built pages, external ones included: needs the network,

@@ -38,6 +38,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "sphinx_gallery.gen_gallery",
+    "link_names",  # docs/_ext: guide pages link the public names they show
 ]
 
 INTERSPHINX = os.environ.get("OPTUNA_TREECV_DOCS_INTERSPHINX", "0") == "1"

@@ -25,6 +25,10 @@ Usage::
     python examples/gornitz_search_cv.py --quick --synthetic   # 16 points
 """
 
+# The script is not run by the docs build (it takes minutes on the real data); its
+# thumbnail is the figure of plot_gornitz_heatmaps.py, which draws this grid's results.
+# sphinx_gallery_thumbnail_path = "gornitz_heatmaps.png"
+
 from __future__ import annotations
 
 import sys

@@ -52,3 +52,27 @@ for name, trial in [("best", best), ("one-SE", simple)]:
 
 model = refit_estimator(study, sgd, X, y, simplest="alpha", greater_is_simpler=True)
 print("refit on all data:", model)
+
+# %%
+# Each trial's mean score against its ``alpha``: complete trials as dots, pruned
+# ones (stopped after a few folds by the median pruner) as crosses at their last
+# reported running mean.
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for state, marker in [("COMPLETE", "o"), ("PRUNED", "x")]:
+    chosen = [t for t in study.trials if t.state.name == state]
+    values = [
+        t.value if t.value is not None else t.intermediate_values[t.last_step]
+        for t in chosen
+    ]
+    ax.scatter(
+        [t.params["alpha"] for t in chosen], values, marker=marker, label=state.lower()
+    )
+ax.axvline(simple.params["alpha"], color="grey", linestyle="--", label="one-SE pick")
+ax.set_xscale("log")
+ax.set_xlabel("alpha")
+ax.set_ylabel("10-fold CV accuracy (running mean)")
+ax.legend(loc="lower left")
+fig.tight_layout()
+plt.show()
