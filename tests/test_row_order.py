@@ -63,3 +63,16 @@ def test_the_threshold_leaves_ordinary_files_alone():
     assert order_relation(rng.integers(0, 3, size=5000)) is None
     blocks = np.repeat(np.arange(50) % 2, 100)  # runs of 100 rows
     assert order_relation(blocks) is not None
+
+
+def test_runs_of_a_rare_class_are_told():
+    # 10 % positives in runs of five, as in Covertype's first rows: neighbours
+    # agree 96 % of the time against 82 % by chance, an excess of 14 points
+    # but 78 % of the room above chance (kappa).
+    rng = np.random.RandomState(0)
+    y = np.zeros(5000, dtype=int)
+    for start in rng.choice(np.arange(0, 5000, 5), size=100, replace=False):
+        y[start : start + 5] = 1
+    words = order_relation(y)
+    assert words is not None and "share their label 9" in words
+    assert order_relation(rng.permutation(y)) is None

@@ -19,10 +19,12 @@ from sklearn.utils.multiclass import type_of_target
 __all__ = ["TreeCVOrderWarning", "order_relation", "warn_about_order"]
 
 #: How far from a random order the feeding order must be to be told: at least
-#: this many standard errors, and (for labels) this excess of neighbours sharing
-#: their label, or (for a continuous target) this correlation of neighbours.
+#: this many standard errors, and (for labels) this share of the room above
+#: chance taken by neighbours sharing their label (Cohen's kappa of each row's
+#: label against its neighbour's: 0 in a random order, 1 when sorted), or (for
+#: a continuous target) this correlation of neighbours.
 MIN_Z = 8.0
-MIN_EXCESS = 0.15
+MIN_KAPPA = 0.15
 MIN_CORRELATION = 0.3
 #: Targets with more distinct values than this are read as continuous.
 MAX_LABELS = 50
@@ -64,7 +66,8 @@ def order_relation(y_fed) -> str | None:
         _, counts = np.unique(y, return_counts=True)
         random = float(np.sum((counts / n) ** 2))
         error = math.sqrt(max(random * (1 - random), 1e-12) / (n - 1))
-        if same - random >= MIN_EXCESS and (same - random) / error >= MIN_Z:
+        kappa = (same - random) / max(1.0 - random, 1e-12)
+        if kappa >= MIN_KAPPA and (same - random) / error >= MIN_Z:
             return (
                 f"neighbouring rows share their label {same:.1%} of the time, "
                 f"against {random:.1%} in a random order"
