@@ -36,9 +36,10 @@ class TreeCVOrderWarning(UserWarning):
     Said once per call, search or study when a tree backend feeds the rows in
     their stored order (a fold plan with ``order="fixed"``) and neighbouring
     rows share their labels far more often than in a random order (or, for a
-    continuous target, are correlated). Shuffle the rows first, or pass
-    ``order="randomized"``; a shuffled splitter keeps each chunk's rows in
-    their stored order, so it is not enough.
+    continuous target, are correlated). Shuffle the rows first: a shuffled
+    splitter keeps each chunk's rows in their stored order, and
+    ``order="randomized"`` still feeds each fold's neighbouring chunks last
+    (``benchmarks/bench_file_order.py`` measures both).
     """
 
 
@@ -86,9 +87,10 @@ def warn_about_order(words: str, stacklevel: int = 2) -> None:
         f"The rows are fed in an order related to y: {words}. The tree feeds "
         "each fold's neighbouring rows last, so one-pass scores may be "
         "optimistic next to the same learner on shuffled rows. Shuffle the "
-        "rows first (sklearn.utils.shuffle), or pass order='randomized', which "
-        "feeds each update's rows in a random order. (A shuffled splitter is "
-        "not enough: it keeps each chunk's rows in their stored order.)",
+        "rows first (sklearn.utils.shuffle). A shuffled splitter helps only "
+        "partly (it keeps each chunk's rows in their stored order) and "
+        "order='randomized' does not (it shuffles each update's rows, but each "
+        "fold's neighbouring chunks are still fed last).",
         TreeCVOrderWarning,
         stacklevel=stacklevel,
     )
