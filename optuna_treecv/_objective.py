@@ -368,6 +368,10 @@ class TreeCVObjective:
             details = _details(table, resolved, time.perf_counter() - tic)
         if gap is not None:
             details["regime_gap"] = gap.as_dict()
+            if study is not None:  # once per study: what the trials' scores mean
+                study.set_user_attr(
+                    "treecv_regime", _regime_record(estimator, self.core_.fit_instead_)
+                )
         _write_attrs(trial, {**details, **extra})
         publish = getattr(resolved.store, "publish", None)
         if publish is not None:
@@ -694,6 +698,30 @@ def _check_arguments(backend, report, scoring, fit_params) -> None:
             "The 'fit_params' parameter of TreeCVObjective must be a dict or "
             f"None. Got {fit_params!r} instead."
         )
+
+
+#: Parameters of ``fit`` that one pass of ``partial_fit`` does not use.
+_FIT_ONLY = (
+    "max_iter",
+    "tol",
+    "early_stopping",
+    "n_iter_no_change",
+    "validation_fraction",
+)
+
+
+def _regime_record(estimator, turned_to_fit: bool) -> dict:
+    """The study attribute ``treecv_regime``: what the trials scored.
+
+    ``treecv_learner_params`` lists the learner's parameters as given; where
+    the trials scored one pass of ``partial_fit``, the ones that pass does not
+    use are named here, so that ``max_iter=1000`` is not read as 1000 epochs.
+    """
+    if turned_to_fit:
+        return {"scored": "fit", "why": "one pass was far from fit (regime_gap)"}
+    params = estimator.get_params(deep=True)
+    unused = sorted(name for name in params if name.rsplit("__", 1)[-1] in _FIT_ONLY)
+    return {"scored": "one_pass", "unused_by_one_pass": unused}
 
 
 def _split_scores(details: dict[str, Any]) -> dict[int, float]:

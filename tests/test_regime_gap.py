@@ -100,6 +100,10 @@ def test_a_study_measures_once_and_records_it(digits):
     measured = [t for t in study.trials if "regime_gap" in t.user_attrs["cv"]]
     assert len(measured) == 1
     assert objective.core_.gap_.gap == measured[0].user_attrs["cv"]["regime_gap"]["gap"]
+    # The study says which of the learner's recorded parameters one pass ignores.
+    regime = study.user_attrs["treecv_regime"]
+    assert regime["scored"] == "one_pass"
+    assert {"max_iter", "tol", "n_iter_no_change"} <= set(regime["unused_by_one_pass"])
 
 
 def test_a_plain_call_does_not_pay_for_the_gap(digits, monkeypatch):
@@ -209,6 +213,7 @@ def test_auto_turns_a_study_to_fit_on_a_large_gap(diabetes):
     assert regimes == ["fit"] * 3  # the first trial too, scored again by fit
     first = study.trials[0].user_attrs["cv"]
     assert first["regime_gap"]["large"]
+    assert study.user_attrs["treecv_regime"]["scored"] == "fit"
     expected = cross_validate(
         SGDRegressor(random_state=0, alpha=study.trials[0].params["alpha"]),
         X,
