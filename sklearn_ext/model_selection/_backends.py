@@ -36,6 +36,7 @@ from sklearn_ext.model_selection._shortcuts import (
     _NotApplicable,
     fast_accuracy,
     sgd_classifier_update,
+    stream_update,
 )
 from sklearn_ext.model_selection._snapshot import (
     restore_snapshot,
@@ -525,7 +526,9 @@ class _TreeRun:
         # The shortcuts skip the learner's checks of X: they need a finite
         # numeric array, checked here once per run.
         if shortcuts and _finite_numeric(self.X):
-            self.update = sgd_classifier_update(task.estimator, self.X, self.params)
+            self.update = sgd_classifier_update(
+                task.estimator, self.X, self.params
+            ) or stream_update(task.estimator, self.X, self.params)
             if self.own_scoring and task.y is not None and task.y.ndim == 1:
                 self.fast_score = fast_accuracy(task.estimator, task.metric)
 

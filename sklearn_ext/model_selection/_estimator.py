@@ -34,6 +34,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from sklearn_ext.model_selection._sgd_stream import batch_kernel
 from sklearn_ext.model_selection._streaming import (
     StreamingPipeline,
     streaming_pipeline,
@@ -218,10 +219,18 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
             return model
 
         if cache is None:
-            model = self._new_learner(X)
-            for j in range(len(row_batches)):
-                model = feed(model, j)
-            first = 0
+            self._set_stream(self._new_learner(X), classes, 0)
+            aligned = {
+                key: np.asarray(value)
+                for key, value in fit_params.items()
+                if _is_sample_aligned(value, n_samples)
+            }
+            others = {k: v for k, v in fit_params.items() if k not in aligned}
+            rest = self._feed_batches((X, y, aligned), others)
+            if rest is not None:  # fit feeds the last, shorter batch too
+                first_call = self._n_fed_to_stream == 0
+                _feed(self._stream, rest, others, classes if first_call else None)
+            model, first = self._stream, 0
         else:
             aligned = {
                 key: value
@@ -292,6 +301,14 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
             self._set_stream(self._new_learner(X), classes, 0)
             self.n_samples_fed_ = 0
             self.n_samples_reused_ = 0
+        return self._stream_rows(X, y, params)
+
+    def _stream_rows(self, X, y, params: dict, *, finite: bool = False):
+        """:meth:`partial_fit` of rows already checked, on a started stream.
+
+        ``finite``: the rows are known to be a finite numeric array (the
+        tree's run checked them once).
+        """
         n_samples = _num_samples(X)
         aligned = sorted(
             k for k, v in params.items() if _is_sample_aligned(v, n_samples)
@@ -305,22 +322,56 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
                     "The per-sample parameters of partial_fit must be the same in "
                     f"every call; got {aligned} after {sorted(pending[2])}."
                 )
-            chunk = _concat_rows(pending, chunk)
-        n_rows = _num_samples(chunk[0])
-        full = (n_rows // self.batch_size) * self.batch_size
-        for start in range(0, full, self.batch_size):
-            rows = slice(start, start + self.batch_size)
-            self._n_fed_to_stream += _feed(
-                self._stream,
-                _take_rows(chunk, rows),
-                others,
-                self._stream_classes if self._n_fed_to_stream == 0 else None,
-            )
-        self._pending = None if full == n_rows else _take_rows(chunk, slice(full, None))
+            need = self.batch_size - _num_samples(pending[0])
+            if n_samples > need:
+                # The waiting rows complete one batch; the rest is not copied.
+                self._feed_batches(
+                    _concat_rows(pending, _take_rows(chunk, slice(0, need))),
+                    others,
+                    finite,
+                )
+                chunk = _take_rows(chunk, slice(need, None))
+            else:
+                chunk = _concat_rows(pending, chunk)
+        self._pending = self._feed_batches(chunk, others, finite)
         self._pending_params = others
         self._flushed = None
         self.n_samples_fed_ += n_samples
         return self
+
+    def _feed_batches(self, chunk, others: dict, finite: bool = False):
+        """Feed the full batches of ``chunk`` to the learner; the rows left over.
+
+        The first batch ever goes through ``partial_fit`` (with the classes);
+        later ones through :func:`~._sgd_stream.batch_kernel`'s kernel where it
+        applies (the same model in one call), else ``partial_fit`` each.
+        """
+        n_rows = _num_samples(chunk[0])
+        full = (n_rows // self.batch_size) * self.batch_size
+        start = 0
+        if full and self._n_fed_to_stream == 0:
+            rows = slice(0, self.batch_size)
+            self._n_fed_to_stream += _feed(
+                self._stream, _take_rows(chunk, rows), others, self._stream_classes
+            )
+            start = self.batch_size
+        if full > start:
+            kernel = None
+            if not (others or chunk[2]):
+                unchecked = self._takes_data_as_given() and not finite
+                kernel = _kernel(self._stream, chunk, unchecked)
+            if kernel is not None:
+                X, y, _ = _take_rows(chunk, slice(start, full))
+                self._n_fed_to_stream += kernel(self._stream, X, y, self.batch_size)
+                start = full
+        for first in range(start, full, self.batch_size):
+            rows = slice(first, first + self.batch_size)
+            self._n_fed_to_stream += _feed(
+                self._stream, _take_rows(chunk, rows), others, None
+            )
+        if full == n_rows:
+            return None
+        return _copy_rows(_take_rows(chunk, slice(full, None)))
 
     def _check_rows(self, method: str, X, y, params: dict, *, reset: bool):
         """Validated ``X`` and ``y``, and ``params`` as routed to ``partial_fit``."""
@@ -386,12 +437,19 @@ class TreeCVEstimator(MetaEstimatorMixin, BaseEstimator):
             # A copy, so that the next partial_fit continues the stream.
             flushed = copy.deepcopy(self._stream)
             first = self._n_fed_to_stream == 0
-            _feed(
-                flushed,
-                self._pending,
-                self._pending_params,
-                self._stream_classes if first else None,
-            )
+            kernel = None
+            if not (first or self._pending_params or self._pending[2]):
+                kernel = _kernel(flushed, self._pending, self._takes_data_as_given())
+            if kernel is not None:  # the short batch as one batch of its size
+                X, y, _ = self._pending
+                kernel(flushed, X, y, _num_samples(X))
+            else:
+                _feed(
+                    flushed,
+                    self._pending,
+                    self._pending_params,
+                    self._stream_classes if first else None,
+                )
             self._flushed = flushed
         return self._flushed
 
@@ -593,6 +651,32 @@ def _concat_frames(first, second):
     import pandas as pd
 
     return pd.concat([first, second])
+
+
+def _kernel(model, chunk, unchecked: bool):
+    """The many-batch kernel of ``model`` for these rows, or None.
+
+    ``unchecked``: the rows may hold NaN or infinity (a pipeline's rows, which
+    its steps check); the kernel then runs only when they do not.
+    """
+    X, y, _ = chunk
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf"):
+        return None
+    if X.dtype.kind == "f" and X.dtype != np.float64:
+        return None
+    if not (isinstance(y, np.ndarray) and y.ndim == 1):
+        return None
+    if unchecked and X.dtype.kind == "f" and not np.isfinite(X).all():
+        return None  # the steps' own checks decide what NaN or infinity does
+    return batch_kernel(model)
+
+
+def _copy_rows(chunk):
+    """Rows left waiting, copied: a view would keep the caller's array alive."""
+    X, y, aligned = chunk
+    if isinstance(X, np.ndarray):
+        X = X.copy()
+    return X, None if y is None else y.copy(), aligned
 
 
 def _take_rows(chunk, rows: slice):

@@ -24,9 +24,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.pipeline import Pipeline
 from sklearn.utils.extmath import safe_sparse_dot
 
-__all__ = ["SGDClassifierUpdate", "sgd_classifier_update", "fast_accuracy"]
+from sklearn_ext.model_selection._estimator import TreeCVEstimator
+
+__all__ = [
+    "SGDClassifierUpdate",
+    "StreamUpdate",
+    "fast_accuracy",
+    "sgd_classifier_update",
+    "stream_update",
+]
 
 _SGD_CLASSES = {
     ("sklearn.linear_model._stochastic_gradient", "SGDClassifier"),
@@ -236,24 +245,68 @@ class SGDClassifierUpdate:
         model.n_iter_ = n_iter
 
 
+def stream_update(estimator, X: np.ndarray, fit_params) -> StreamUpdate | None:
+    """The run's shortcut for a :class:`TreeCVEstimator`'s later ``partial_fit``.
+
+    The run core has checked the rows once (finite, numeric); the wrapper's
+    ``partial_fit`` would check each chunk again. Applies to float64 rows
+    without fit parameters; the model is the one ``partial_fit`` gives.
+    """
+    if type(estimator) is not TreeCVEstimator or fit_params:
+        return None
+    if X.dtype != np.float64:
+        return None
+    return StreamUpdate(X)
+
+
+class StreamUpdate:
+    """Feed rows ``key`` of the run's (checked) data to a started wrapper."""
+
+    def __init__(self, X: np.ndarray) -> None:
+        self.X = X
+
+    def __call__(self, model, key, y) -> None:
+        rows = None if y is None else y[key]
+        model._stream_rows(self.X[key], rows, {}, finite=True)
+
+
+def _predicts_linearly(cls) -> bool:
+    return (
+        getattr(cls, "predict", None) is LinearClassifierMixin.predict
+        and getattr(cls, "decision_function", None)
+        is LinearClassifierMixin.decision_function
+    )
+
+
 def fast_accuracy(estimator, metric) -> Any:
     """``accuracy_score(y, model.predict(X))`` for linear classifiers, or None.
 
     Applies when the run's native metric (``CVTask.metric``) is
     ``"accuracy"`` and the model predicts with scikit-learn's
-    ``LinearClassifierMixin``, on dense data. Returns
+    ``LinearClassifierMixin``, on dense data, also inside a
+    :class:`TreeCVEstimator` (alone or as a pipeline's last step, after
+    the other steps' ``transform``). Returns
     ``score(model, X, y) -> {"score": float}``.
     """
-    cls = type(estimator)
     if metric != "accuracy":
         return None
-    if not (
-        getattr(cls, "predict", None) is LinearClassifierMixin.predict
-        and getattr(cls, "decision_function", None)
-        is LinearClassifierMixin.decision_function
-    ):
-        return None
-    return _linear_accuracy
+    if type(estimator) is TreeCVEstimator:
+        inner = estimator.estimator
+        if isinstance(inner, Pipeline):
+            inner = inner.steps[-1][1]
+        return _wrapped_accuracy if _predicts_linearly(type(inner)) else None
+    return _linear_accuracy if _predicts_linearly(type(estimator)) else None
+
+
+def _wrapped_accuracy(model, X, y) -> dict[str, float]:
+    """What ``TreeCVEstimator.score`` gives for a linear classifier inside."""
+    inner = model.estimator_
+    if isinstance(inner, Pipeline):
+        for _, step in inner.steps[:-1]:
+            if not (step is None or step == "passthrough"):
+                X = step.transform(X)
+        inner = inner.steps[-1][1]
+    return _linear_accuracy(inner, X, y)
 
 
 def _linear_accuracy(model, X, y) -> dict[str, float]:
