@@ -23,6 +23,8 @@ check them against the public methods.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["SGDBatchKernel", "batch_kernel"]
@@ -152,6 +154,23 @@ def batch_kernel(model) -> SGDBatchKernel | None:
     return SGDBatchKernel(scaler, learner, settings, fixed)
 
 
+@functools.lru_cache(maxsize=64)
+def _fixed_seeds(random_state: int, n_problems: int) -> np.ndarray:
+    """The shuffle seeds every call of an int-seeded learner draws, per problem."""
+    if n_problems == 1:
+        states = [np.random.RandomState(random_state)]
+    else:
+        seeds = np.random.RandomState(random_state).randint(_MAX_INT, size=n_problems)
+        states = [np.random.RandomState(seed) for seed in seeds]
+    row = []
+    for rs in states:
+        rs.randint(1, _MAX_INT)  # the dataset's seed, unused
+        row.append(rs.randint(_MAX_INT))
+    seeds = np.array(row, dtype=np.uint32)
+    seeds.flags.writeable = False
+    return seeds
+
+
 class SGDBatchKernel:
     """Full batches of the streaming regime fed to one fitted stream.
 
@@ -185,22 +204,12 @@ class SGDBatchKernel:
 
         learner = self.learner
         if self.fixed_seed:
-            if n_problems == 1:
-                states = [np.random.RandomState(learner.random_state)]
-            else:
-                seeds = np.random.RandomState(learner.random_state).randint(
-                    _MAX_INT, size=n_problems
-                )
-                states = [np.random.RandomState(seed) for seed in seeds]
-            row = []
-            for rs in states:
-                rs.randint(1, _MAX_INT)  # the dataset's seed, unused
-                row.append(rs.randint(_MAX_INT))
-            return np.tile(np.array(row, dtype=np.uint32), (n_batches, 1))
+            row = _fixed_seeds(int(learner.random_state), n_problems)
+            return np.tile(row, (n_batches, 1))
         rs = check_random_state(learner.random_state)
         seeds = np.empty((n_batches, 1), dtype=np.uint32)
         for b in range(n_batches):
-            rs.randint(1, _MAX_INT)
+            rs.randint(1, _MAX_INT)  # the dataset's seed, unused
             seeds[b, 0] = rs.randint(_MAX_INT)
         return seeds
 
