@@ -23,8 +23,12 @@ Rounds are interleaved; each prints the median of its repeats, the rows fed agai
 average. Also checks that a ``TreeCVSearchCV``'s ``best_score_`` is the CV of
 ``clone(best_estimator_)`` on the same folds.
 
+Then issue 34's search cost (``--search-alphas 0`` skips it): a
+``TreeCVSearchCV(SGDClassifier(), 20 alphas, cv=10)`` on the scaled rows, its
+regime gap measured, against the same search over the one-pass configuration.
+
 Run: ``python benchmarks/bench_pipelines.py [--rows 200000] [--ks 10,100]
-[--stream-ks 10] [--repeats 3]``.
+[--stream-ks 10] [--repeats 3] [--search-alphas 20]``.
 """
 
 from __future__ import annotations
@@ -104,12 +108,46 @@ def run_once(kind: str, X, y, X_scaled, cv):
 PEERS = {"tree": "cv-one-pass", "tree-sgd": "cv-one-pass-sgd"}
 
 
+def search_cost(X, y, n_alphas: int, repeats: int) -> None:
+    """Issue 34's figure: a search of the default learner, regime gap included.
+
+    ``TreeCVSearchCV(SGDClassifier(), n_alphas alphas, cv=10)`` (its regime gap
+    measured once, for the best candidate, and its refit) against the same
+    search over ``SGDClassifier(max_iter=1, tol=None, shuffle=False)``, whose
+    ``fit`` is the tree's regime (no gap to measure). Goal: at most 1.35x.
+    """
+    grid = {"alpha": list(np.logspace(-7, -2, n_alphas))}
+    learners = {
+        "search-default": SGDClassifier(random_state=0),
+        "search-one-pass": one_pass_sgd(),
+    }
+    times: dict[str, list[float]] = {name: [] for name in learners}
+    gap = None
+    for _ in range(repeats):
+        for name, learner in learners.items():
+            tic = time.perf_counter()
+            search = TreeCVSearchCV(learner, grid, cv=TreeCVSplitter(10)).fit(X, y)
+            times[name].append(time.perf_counter() - tic)
+            if name == "search-default":
+                gap = getattr(search, "regime_gap_", None)
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    print(f"\nTreeCVSearchCV, {n_alphas} alphas, cv=10, n={len(y)} (rows scaled once):")
+    for name, median in medians.items():
+        print(f"  {name:<16} median {median:7.3f} s")
+    ratio = medians["search-default"] / medians["search-one-pass"]
+    print(
+        f"  default / one-pass: {ratio:.2f}x (goal <= 1.35x); regime gap "
+        f"{gap}  (load {os.getloadavg()[0]:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--ks", default="10,100")
     parser.add_argument("--stream-ks", default="10")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--search-alphas", type=int, default=20)
     args = parser.parse_args()
     X, y = covtype_raw(args.rows)
     X_scaled = (X - X.mean(axis=0)) / X.std(axis=0)
@@ -147,6 +185,8 @@ def main() -> None:
                 f"  {peer} / {tree}: {medians[peer] / medians[tree]:.2f}x  "
                 f"(load {os.getloadavg()[0]:.2f})"
             )
+    if args.search_alphas:
+        search_cost(X_scaled, y, args.search_alphas, args.repeats)
     cv = TreeCVSplitter(10)
     search = TreeCVSearchCV(
         pipeline(), {"sgdclassifier__alpha": [1e-5, 1e-4, 1e-3]}, cv=cv
