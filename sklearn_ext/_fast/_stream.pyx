@@ -144,8 +144,9 @@ cdef void transform(
     const double* mean, const double* scale, bint with_mean, bint with_std,
 ) noexcept nogil:
     """``StandardScaler.transform``: ``X -= mean_``, then ``X /= scale_``."""
-    cdef Py_ssize_t i, j
-    for i in range(0, size, d):
+    cdef Py_ssize_t r, i, j
+    for r in range(size // d):
+        i = r * d
         if with_mean and with_std:
             for j in range(d):
                 out[i + j] = (X[i + j] - mean[j]) / scale[j]
