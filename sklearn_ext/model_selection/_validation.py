@@ -106,8 +106,10 @@ def tree_cross_validate(
     out and handed to that half. Every row is fed once per tree level, about
     ``n * log2(2k)`` rows in all instead of ``n * (k - 1)``. Fold scores equal
     those of standard CV for learners whose model does not depend on the order
-    of updates (naive Bayes, sufficient statistics) and are within noise of it
-    for online learners (SGD, PEGASOS).
+    of updates (naive Bayes, sufficient statistics); for online learners (SGD,
+    PEGASOS) they are the scores of one ordered pass, equal to standard CV of
+    that one-pass learner on a ``TreeCVSplitter``'s folds, and the regime gap
+    tells how far the learner's own ``fit`` is (``return_run_info=True``).
 
     The tree scores each fold's model after one ordered pass of ``partial_fit``
     over its training rows. A learner whose updates depend on how rows are
