@@ -64,8 +64,9 @@ def _mlp_space(trial: BaseTrial) -> dict[str, Any]:
 
 _LOG_ALPHA = FloatDistribution(1e-7, 1e-1, log=True)
 
-#: Name -> learner: ``partial_fit`` learners (TreeCV) and the kernel SVM
-#: (alpha seeding). Native learners add their own entries here.
+#: Name -> learner: ``partial_fit`` learners (TreeCV), learners made from
+#: sufficient statistics (exact, also after ``--preprocess``'s scaler) and the
+#: kernel SVM (alpha seeding). Native learners add their own entries here.
 LEARNERS: dict[str, Learner] = {
     "sgd": Learner(
         "sklearn.linear_model:SGDClassifier",
@@ -125,6 +126,25 @@ LEARNERS: dict[str, Learner] = {
         seeded=False,
         scales=False,
         summary="Gaussian naive Bayes",
+    ),
+    "ridge": Learner(
+        "sklearn.linear_model:Ridge",
+        space={"alpha": FloatDistribution(1e-3, 1e4, log=True)},
+        seeded=False,
+        summary="ridge regression, exact k-fold CV from statistics (scaled too)",
+    ),
+    "ridge-classifier": Learner(
+        "sklearn.linear_model:RidgeClassifier",
+        space={"alpha": FloatDistribution(1e-3, 1e4, log=True)},
+        seeded=False,
+        summary="ridge classifier, exact k-fold CV from statistics (scaled too)",
+    ),
+    "lda": Learner(
+        "sklearn.discriminant_analysis:LinearDiscriminantAnalysis",
+        defaults={"solver": "lsqr"},
+        space={"shrinkage": FloatDistribution(0.0, 1.0)},
+        seeded=False,
+        summary="linear discriminant analysis (shrunk), exact k-fold CV",
     ),
     "mlp": Learner(
         "sklearn.neural_network:MLPClassifier",

@@ -222,15 +222,27 @@ def preprocessing_line(prepared: Prepared, folds: str, backend: str) -> str:
                 "folds would leak the held-out rows into them; --preprocess none "
                 "runs alpha seeding on the features as given)"
             )
-    else:
+    elif _streams(backend):
         how = (
             f"the {backend} backend streams each fold's training rows through the "
             "pipeline, so its steps learn from those rows only"
+        )
+    else:
+        how = (
+            f"each fold's steps are what their fit on that fold's training rows "
+            f"gives (the {backend} backend), so they learn from those rows only"
         )
     return (
         f"Preprocessing: {prepared.words}; {how}; --preprocess none turns it "
         f"off. Folds: {folds}."
     )
+
+
+def _streams(backend: str) -> bool:
+    """Whether ``backend``'s folds are one ordered pass (its declaration)."""
+    from sklearn_ext.model_selection._choice import backend_class
+
+    return backend_class(backend).scores == "one_pass"
 
 
 #: Kernel SVMs whose fast backend (alpha seeding) takes no pipeline.

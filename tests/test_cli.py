@@ -242,7 +242,8 @@ def test_bundled_and_registry():
     assert X.shape == (569, 30)
     for name in LEARNERS:
         estimator, space = make_learner(name, random_state=0)
-        # Every registered learner has a fast backend (a tree or alpha seeding).
+        # Every registered learner has a fast backend (exact statistics, a
+        # tree or alpha seeding).
         assert choose_backend(estimator).name != "standard", name
         assert space, name
 
@@ -278,6 +279,23 @@ def test_cv_runs_the_svm_through_alpha_seeding(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "alpha_seeding" in out
+
+
+@pytest.mark.parametrize(
+    "learner, dataset", [("ridge", "diabetes"), ("lda", "breast_cancer")]
+)
+def test_cv_runs_scaled_statistics_learners_exact(learner, dataset, capsys):
+    """``--preprocess auto`` scales them; each fold's scaler and learner come
+    from the exact statistics, with standard CV's scores."""
+    code, out, err = run(["cv", learner, dataset, "--cv", "4"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("Preprocessing: StandardScaler, then ")
+    assert "(the exact backend), so they learn from those rows only" in lines[1]
+    exact = next(line.split() for line in lines if line.startswith("exact "))
+    standard = next(line.split() for line in lines if line.startswith("standard "))
+    assert exact[1:3] == standard[1:3]  # mean and std, as printed
+    assert "TreeCVFallbackWarning" not in err
 
 
 # -- honest headers and summaries ----------------------------------------------------

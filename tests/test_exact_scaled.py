@@ -287,16 +287,53 @@ def test_folds_the_statistics_cannot_bound_are_fit():
     )
 
 
-def test_lda_svd_fits_a_fold_with_a_column_constant_within_classes(classification):
-    """There ``fit`` divides by a standard deviation of rounding errors: the
-    statistics do not reproduce it, so that fold is fit (and still equal)."""
+def test_lda_svd_with_a_column_constant_on_a_fold(classification):
+    """The rare one-hot column is all zeros on the first fold's rows: ``fit``
+    centres it to exact zeros (its deviation 0, replaced by 1), and so do the
+    statistics; the fold is made, not fit, and equals cross_validate's."""
     X, y = classification
-    pipeline = make_pipeline(StandardScaler(), LinearDiscriminantAnalysis())
-    cv = lambda: KFold(5)  # noqa: E731  (the rare column's rows in the first fold)
-    ours, ref = _compare(pipeline, X, y, cv, scoring="neg_log_loss")
-    assert_array_equal(
-        ours["estimator"][0][-1].scalings_, ref["estimator"][0][-1].scalings_
+    for scaler in SCALERS.values():
+        pipeline = make_pipeline(scaler(), LinearDiscriminantAnalysis())
+        ours, ref = _compare(pipeline, X, y, lambda: KFold(5), scoring="neg_log_loss")
+        mine, theirs = ours["estimator"][0][-1], ref["estimator"][0][-1]
+        assert not np.array_equal(mine.coef_, theirs.coef_)  # made, not fit
+        assert_array_equal(mine.means_[:, -1], theirs.means_[:, -1])
+
+
+@pytest.mark.parametrize(
+    "values, scaled, made",
+    [
+        ((0.0, 3.0, -2.0), False, True),  # integers: class means are exact
+        ((0.1, 0.2, 0.3), False, False),  # not exact: fit divides rounding errors
+        ((0.0, 3.0, -2.0), True, False),  # scaled: fit's mean_ is not known exactly
+    ],
+    ids=["integers", "decimals", "scaled"],
+)
+def test_lda_svd_with_a_column_constant_within_each_class(
+    classification, values, scaled, made
+):
+    """A column that takes one value per class: made where ``fit`` centres it
+    to exact zeros, fit with ``fit`` where ``fit`` centres it to rounding
+    errors (which it then divides by their own size)."""
+    X, y = classification
+    X = np.column_stack([X[:, :-1], np.asarray(values)[y]])
+    estimator = LinearDiscriminantAnalysis()
+    if scaled:
+        estimator = make_pipeline(StandardScaler(), estimator)
+    cv = lambda: StratifiedKFold(3)  # noqa: E731
+    ours = tree_cross_validate(
+        estimator, X, y, cv=cv(), return_estimator=True, return_run_info=True
     )
+    ref = cross_validate(estimator, X, y, cv=cv(), return_estimator=True)
+    assert ours["backend"] == "exact"
+    for mine, theirs in zip(ours["estimator"], ref["estimator"], strict=True):
+        mine, theirs = (m[-1] if scaled else m for m in (mine, theirs))
+        if made:
+            assert not np.array_equal(mine.coef_, theirs.coef_)
+            assert_allclose(mine.coef_, theirs.coef_, rtol=1e-9, atol=1e-9)
+        else:
+            assert_array_equal(mine.scalings_, theirs.scalings_)
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-10)
 
 
 def test_lda_svd_alone_runs_exact(classification):

@@ -118,7 +118,9 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
             Backend, default="auto"
         ``"exact"`` computes per-chunk sufficient statistics once and forms
         each fold's model as the total minus its chunk (naive Bayes, ridge,
-        least squares, LDA:
+        least squares, LDA, k-NN; ridge, least squares, LDA and Gaussian naive
+        Bayes also after a per-fold ``StandardScaler``, ``MinMaxScaler`` or
+        ``MaxAbsScaler`` in a ``Pipeline``:
         :class:`~sklearn_ext.model_selection.ExactStatisticsBackend`).
         ``"treecv"`` takes the fastest tree backend that accepts the estimator
         (the native tree for the learners of :mod:`sklearn_ext.linear_model`

@@ -35,6 +35,7 @@ from sklearn_ext.model_selection._exact._scaling import (
     pipeline_refusal,
     scaler_key,
 )
+from sklearn_ext.model_selection._scoring import native_metric
 from sklearn_ext.utils._hashing import UnhashableContent, content_digest
 from sklearn_ext.utils._memory import check_allocation
 
@@ -90,8 +91,13 @@ class ExactStatisticsBackend(Backend):
     For naive Bayes (``MultinomialNB``, ``ComplementNB``, ``BernoulliNB``,
     ``CategoricalNB``, ``GaussianNB``), least squares (``Ridge``,
     ``RidgeClassifier``, ``LinearRegression``) and linear discriminant analysis
-    (``LinearDiscriminantAnalysis`` with the ``lsqr`` or ``eigen`` solver),
-    each fold's model is a function of statistics that add up over rows. For
+    (``LinearDiscriminantAnalysis``, any solver but ``shrinkage="auto"``),
+    each fold's model is a function of statistics that add up over rows, also
+    after a per-fold scaler: ``Pipeline([scaler, learner])`` with
+    ``StandardScaler``, ``MinMaxScaler`` or ``MaxAbsScaler`` before least
+    squares, LDA or ``GaussianNB`` (each fold's scaler is a function of
+    per-chunk sums and extremes, its transform an affine map of the columns;
+    fold models are fitted pipelines). For
     nearest neighbours (``KNeighborsClassifier``, ``KNeighborsRegressor``), one
     neighbour search over all rows serves every fold, each row's neighbours
     taken outside its own chunk.
@@ -131,7 +137,8 @@ class ExactStatisticsBackend(Backend):
 
     Notes
     -----
-    The only fit parameter taken is ``sample_weight``. Leaves are emitted in
+    The only fit parameter taken is ``sample_weight`` (a pipeline's:
+    ``<final step>__sample_weight``). Leaves are emitted in
     the plan's leaf order; the first carries the time and the rows of the
     statistics pass (``n_samples_fed`` is ``n_samples`` on a cache miss and
     0 on a hit). The extra ``statistics_hit`` says whether the statistics
@@ -149,6 +156,21 @@ class ExactStatisticsBackend(Backend):
     ... )
     >>> ref = cross_validate(MultinomialNB(), X, y, cv=KFold(10))
     >>> ours["backend"], bool((ours["test_score"] == ref["test_score"]).all())
+    ('exact', True)
+
+    After a scaler, each fold's scaler is fit on the fold's rows, as in
+    ``cross_validate``:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> pipe = make_pipeline(StandardScaler(), Ridge(alpha=10.0))
+    >>> ours = tree_cross_validate(pipe, X, y, cv=KFold(5), return_run_info=True)
+    >>> ref = cross_validate(pipe, X, y, cv=KFold(5))
+    >>> ours["backend"], bool(np.allclose(ours["test_score"], ref["test_score"]))
     ('exact', True)
     """
 
@@ -228,7 +250,7 @@ class ExactStatisticsBackend(Backend):
         run = self._start(task)
         run.stats, run.hit = self._statistics(run)
         run.fed = 0 if run.hit else task.plan.n_samples
-        run.native = task.metric in run.family.native_metrics(run.prototype)
+        run.native = _metric(run) in run.family.native_metrics(run.prototype)
         run.family.begin(run)
         run.pending_time = time.perf_counter() - tic
         table = run.family.run_folds(run)
@@ -291,6 +313,14 @@ class ExactStatisticsBackend(Backend):
             weights,
             plan_digest(task.plan),
         )
+
+
+def _metric(run: _Run) -> str | None:
+    """The run's metric; a pipeline's own ``score`` is its learner's."""
+    metric = run.task.metric
+    if run.scaled is not None and metric == "score":
+        return native_metric(run.prototype, None)
+    return metric
 
 
 def _compute_statistics(run: _Run, gram_budget: int):

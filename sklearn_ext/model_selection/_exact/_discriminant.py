@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from fractions import Fraction
 
 import numpy as np
 from scipy import linalg
@@ -80,8 +81,9 @@ class _DiscriminantStats:
         part = D[rows]
         return part.T @ part
 
-    def within_constant(self, leaf: int) -> np.ndarray:
-        """The columns constant within every class on fold ``leaf``'s rows."""
+    def within_constant(self, leaf: int) -> tuple[np.ndarray, np.ndarray]:
+        """The columns constant within every class on fold ``leaf``'s rows,
+        and each present class's least value of every column."""
         n_classes, d = self.classes.shape[0], self.group_low.shape[1]
         kept = self.groups.chunk != leaf
         klass = self.groups.klass[kept]
@@ -90,7 +92,8 @@ class _DiscriminantStats:
         np.minimum.at(low, klass, self.group_low[kept])
         np.maximum.at(high, klass, self.group_high[kept])
         present = np.isin(np.arange(n_classes), klass)
-        return np.all(low[present] == high[present], axis=0)
+        low, high = low[present], high[present]
+        return np.all(low == high, axis=0), low
 
     def fold(self, leaf: int):
         """Classes present, their counts, means and biased covariances."""
@@ -199,13 +202,15 @@ class _LinearDiscriminant(_Family):
         def shrunk(cov):
             return cov if shrinkage is None else shrunk_covariance(cov, shrinkage)
 
+        if model.solver == "svd" and not _exact_zero_columns(
+            stats, leaf, counts, means, covariances
+        ):
+            return None  # fit's within-class scaling divides rounding errors
         within = np.zeros((n_features, n_features))
         for prior, cov in zip(priors, covariances, strict=True):
             within += prior * np.atleast_2d(shrunk(cov))
         model.means_ = means
         if model.solver == "svd":
-            if stats.within_constant(leaf).any():
-                return None  # fit's within-class scaling divides by ~0 there
             if model.store_covariance:
                 model.covariance_ = within
             return _solve_svd(model, counts, means, covariances, priors)
@@ -236,6 +241,49 @@ class _LinearDiscriminant(_Family):
             )
         model._n_features_out = model._max_components
         return model
+
+
+def _exact_zero_columns(stats, leaf, counts, means, covariances) -> bool:
+    """Set the columns ``fit`` centres to exact zeros within every class.
+
+    A column constant within each class on the fold has, in ``fit``, class
+    means of its (scaled) value and within-class centred values of exactly
+    zero where those means are exact: each class's value ``v`` (after the
+    fold's scaler, computed with its own operations) times its row count is
+    exact (``v`` a dyadic rational with a short enough numerator), so every
+    partial sum, and the mean, is exact. Then ``fit``'s standard deviation
+    there is 0, replaced by 1, and the column drops out of the SVD: its
+    means are set to ``v`` exactly and its covariances to zero. Otherwise
+    ``fit`` divides rounding errors of its class means by their own size,
+    which no statistic reproduces: False, and the fold is fit.
+    """
+    constant, values = stats.within_constant(leaf)
+    if not constant.any():
+        return True
+    scaler = None if stats.scaler is None else stats.scaler.fold(leaf)
+    if scaler is not None:
+        # After a scaler only a column constant on the whole fold is known to
+        # the bit (its mean is its value: fold.constant).
+        if np.any(constant & ~scaler.constant):
+            return False
+        n_fold = int(counts.sum())
+        if stats.scaler.name == "StandardScaler" and stats.scaler.scaler.with_mean:
+            if not all(_sums_exactly(v, n_fold) for v in values[0, constant]):
+                return False  # fit's mean_ would not be the value itself
+        values = scaler.transform_exactly(values)
+    for v, n in zip(values[:, constant], counts, strict=True):
+        if not all(_sums_exactly(float(x), int(n)) for x in v):
+            return False
+    means[:, constant] = values[:, constant]
+    covariances[:, constant] = 0.0
+    covariances[:, :, constant] = 0.0
+    return True
+
+
+def _sums_exactly(value: float, n: int) -> bool:
+    """Whether every partial sum of ``n`` copies of ``value`` is exact."""
+    numerator = Fraction(value).numerator  # over a power of two
+    return abs(numerator) * n < 2**53
 
 
 def _solve_svd(model, counts, means, covariances, priors):

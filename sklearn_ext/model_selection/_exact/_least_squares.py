@@ -93,25 +93,7 @@ class _GramStats:
         # held_out_r2), so scoring R^2 reads no row.
         self.moments = weights is None and self.keep_grams
         if self.keep_grams:
-            self.chunk_gram = np.empty((k, n_features, n_features))
-            self.chunk_xy = np.empty((k, n_features, Y.shape[1]))
-            if self.moments:
-                self.chunk_y_mean = np.empty((k, Y.shape[1]))
-                self.chunk_u_sum = np.empty((k, Y.shape[1]))
-                self.chunk_uu = np.empty((k, Y.shape[1]))
-                self.chunk_xu = np.empty((k, n_features, Y.shape[1]))
-            for chunk in range(k):
-                rows = _as_slice(self.chunks.rows(chunk))  # a view where it can
-                Xc, Yc = Xw[rows], Yw[rows]
-                self.chunk_gram[chunk] = _dense(Xc.T @ Xc)
-                self.chunk_xy[chunk] = _dense(Xc.T @ Yc)
-                if self.moments:
-                    mean = Yc.mean(axis=0)
-                    U = Yc - mean
-                    self.chunk_y_mean[chunk] = mean
-                    self.chunk_u_sum[chunk] = U.sum(axis=0)
-                    self.chunk_uu[chunk] = np.einsum("ij,ij->j", U, U)
-                    self.chunk_xu[chunk] = _dense(Xc.T @ U)
+            self._chunk_grams(Xw, Yw)
             self.gram = self.chunk_gram.sum(axis=0)
             self.xy = self.chunk_xy.sum(axis=0)
             # The rows are not needed again: the cache holds statistics only.
@@ -133,6 +115,29 @@ class _GramStats:
         per_fold = (n * n + n + n * t + n + t) * 8
         self.reserved_bytes = min(k * per_fold, max(gram_budget, per_fold))
         self._folds = LRUStore(self.reserved_bytes, sizeof=_solved_nbytes)
+
+    def _chunk_grams(self, Xw, Yw) -> None:
+        """Each chunk's Gram matrix and ``X'Y`` (and target moments, for R^2)."""
+        k, n_features, t = self.chunks.n_chunks, Xw.shape[1], Yw.shape[1]
+        self.chunk_gram = np.empty((k, n_features, n_features))
+        self.chunk_xy = np.empty((k, n_features, t))
+        if self.moments:
+            self.chunk_y_mean = np.empty((k, t))
+            self.chunk_u_sum = np.empty((k, t))
+            self.chunk_uu = np.empty((k, t))
+            self.chunk_xu = np.empty((k, n_features, t))
+        for chunk in range(k):
+            rows = _as_slice(self.chunks.rows(chunk))  # a view where it can
+            Xc, Yc = Xw[rows], Yw[rows]
+            self.chunk_gram[chunk] = _dense(Xc.T @ Xc)
+            self.chunk_xy[chunk] = _dense(Xc.T @ Yc)
+            if self.moments:
+                mean = Yc.mean(axis=0)
+                U = Yc - mean
+                self.chunk_y_mean[chunk] = mean
+                self.chunk_u_sum[chunk] = U.sum(axis=0)
+                self.chunk_uu[chunk] = np.einsum("ij,ij->j", U, U)
+                self.chunk_xu[chunk] = _dense(Xc.T @ U)
 
     def _constant_targets(self, Y, chunks: _Chunks, w) -> None:
         """Which targets are constant on each fold's training rows.

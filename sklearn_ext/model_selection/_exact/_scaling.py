@@ -194,6 +194,26 @@ class _FoldScaler:
         """
         return ((shift - self.offset) + mean_from_shift) * self.factor + self.origin
 
+    def transform_exactly(self, values: np.ndarray) -> np.ndarray:
+        """``values`` transformed with the scaler's own operations.
+
+        Bit for bit what its ``transform`` gives for columns whose fitted
+        attributes are ``fit``'s to the bit (the constant columns).
+        """
+        attributes = self.attributes
+        values = np.array(values, dtype=np.float64)
+        if "max_abs_" in attributes:
+            return values / attributes["scale_"]
+        if "data_min_" in attributes:
+            values *= attributes["scale_"]
+            values += attributes["min_"]
+            return values
+        if attributes.get("mean_") is not None:
+            values -= self.offset  # the mean, or zeros without centring
+        if attributes.get("scale_") is not None:
+            values /= attributes["scale_"]
+        return values
+
     def fitted(self, scaler):
         """A copy of ``scaler`` with the fold's fitted attributes."""
         fitted = copy.copy(scaler)
@@ -243,7 +263,19 @@ class _ScalerStats:
         return low, high
 
     def fold(self, leaf: int) -> _FoldScaler:
-        """The scaler that ``fit`` on fold ``leaf``'s training rows makes."""
+        """The scaler that ``fit`` on fold ``leaf``'s training rows makes.
+
+        The last fold asked is kept: its model, its pipeline and its score
+        each ask for it in turn.
+        """
+        last = getattr(self, "_last", None)
+        if last is not None and last[0] == leaf:
+            return last[1]
+        fold = self._fold(leaf)
+        self._last = (leaf, fold)
+        return fold
+
+    def _fold(self, leaf: int) -> _FoldScaler:
         n = int(self.sizes.sum() - self.sizes[leaf])
         low, high = self.extremes(leaf)
         constant = low == high
