@@ -12,3 +12,15 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if isinstance(item, pytest.DoctestItem):
             item.add_marker(note)
+
+
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+# The Dask placement's module imports distributed, an optional dependency.
+collect_ignore = (
+    ["sklearn_ext/model_selection/_dask.py"] if _missing("distributed") else []
+)

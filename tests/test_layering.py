@@ -16,10 +16,10 @@ LEARNER_PACKAGES = (
 )
 
 
-def _loaded_after(statement: str) -> set[str]:
+def _loaded_after(statement: str, prefix: str = "sklearn_ext") -> set[str]:
     code = (
         f"import sys; {statement}; "
-        "print(' '.join(m for m in sys.modules if m.startswith('sklearn_ext')))"
+        f"print(' '.join(m for m in sys.modules if m.startswith({prefix!r})))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -48,6 +48,24 @@ def test_a_python_tree_run_loads_only_its_backend():
     )
     assert "sklearn_ext.model_selection._backends" in loaded
     assert not {m for m in loaded if m.startswith(LEARNER_PACKAGES + KERNELS)}
+
+
+PYTHON_TREE_RUN = (
+    "import warnings; warnings.simplefilter('ignore'); "
+    "from sklearn.datasets import load_iris; "
+    "from sklearn.linear_model import SGDClassifier; "
+    "from sklearn_ext import tree_cross_validate; "
+    "X, y = load_iris(return_X_y=True); "
+    "tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5)"
+)
+
+
+def test_an_in_memory_run_imports_no_distributed_library():
+    # The Dask placement is found by the type of X, without importing dask.
+    loaded = _loaded_after(PYTHON_TREE_RUN, prefix="")
+    assert "sklearn_ext.model_selection._backends" in loaded
+    assert "sklearn_ext.model_selection._dask" not in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("dask", "distributed")}
 
 
 def test_model_selection_imports_no_learner_package():

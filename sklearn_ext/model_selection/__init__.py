@@ -25,6 +25,7 @@ from sklearn_ext.model_selection._exact import (
     exact_learners,
 )
 from sklearn_ext.model_selection._order import TreeCVOrderWarning
+from sklearn_ext.model_selection._placement import PlacementError, block_fold_plan
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._refit import one_standard_error_rule
 from sklearn_ext.model_selection._regime import (
@@ -41,11 +42,13 @@ from sklearn_ext.utils._prefix_cache import PrefixCache
 __all__ = [
     "Backend",
     "CVTask",
+    "DaskTreeBackend",
     "ExactStatisticsBackend",
     "FoldPlan",
     "LeafResult",
     "LeafTable",
     "NativeTreeBackend",
+    "PlacementError",
     "PrefixCache",
     "PythonTreeBackend",
     "StandardBackend",
@@ -58,6 +61,7 @@ __all__ = [
     "TreeCVRegimeWarning",
     "TreeCVSearchCV",
     "TreeCVSplitter",
+    "block_fold_plan",
     "choose_backend",
     "exact_learners",
     "fit_is_one_pass",
@@ -66,8 +70,11 @@ __all__ = [
     "tree_cross_validate",
 ]
 
-#: Public names loaded on first use (their modules load native kernels).
-_LAZY = {"NativeTreeBackend": "sklearn_ext.model_selection._native"}
+#: Public names loaded on first use (their modules load native kernels or dask).
+_LAZY = {
+    "NativeTreeBackend": "sklearn_ext.model_selection._native",
+    "DaskTreeBackend": "sklearn_ext.model_selection._dask",  # imports dask
+}
 
 
 def __getattr__(name: str):

@@ -14,6 +14,7 @@ no learner package.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import warnings
 from collections.abc import Callable
@@ -31,6 +32,7 @@ __all__ = [
     "TreeCVFallbackWarning",
     "backend_class",
     "choose_backend",
+    "find_placement",
     "resolve_backend",
 ]
 
@@ -62,6 +64,31 @@ _ENGINES: dict[str, tuple[tuple[str, str, Callable | None], ...]] = {
         ("sklearn_ext.model_selection._backends", "PythonTreeBackend", None),
     ),
 }
+
+
+def _dask_collection(data) -> bool:
+    """A Dask collection, told by its type's module (nothing is imported)."""
+    return type(data).__module__.partition(".")[0] == "dask"
+
+
+#: Where data may live besides the caller's memory: the module and class of
+#: each placement, and a test that the data is its own, asked without importing
+#: the module (a run on in-memory data imports no distributed library).
+_PLACEMENTS: tuple[tuple[str, str, Callable], ...] = (
+    ("sklearn_ext.model_selection._dask", "DaskPlacement", _dask_collection),
+)
+
+
+def find_placement(X, y=None):
+    """The :class:`~sklearn_ext.model_selection._placement.Placement` of ``X``.
+
+    ``None`` for in-memory data. For a Dask collection, a ``DaskPlacement``
+    holding its persisted blocks, whose backend trains where they are.
+    """
+    for module, name, holds in _PLACEMENTS:
+        if holds(X) or (y is not None and holds(y)):
+            return getattr(importlib.import_module(module), name)(X, y)
+    return None
 
 
 class TreeCVFallbackWarning(UserWarning):
@@ -97,6 +124,11 @@ def backend_class(name: str) -> type[Backend]:
                 return cls
     if name == StandardBackend.name:
         return StandardBackend
+    for module, _, _ in _PLACEMENTS:
+        with contextlib.suppress(ImportError):  # its library is not installed
+            for cls in importlib.import_module(module).BACKENDS:
+                if cls.name == name:
+                    return cls
     raise ValueError(f"Unknown backend name {name!r}.")
 
 

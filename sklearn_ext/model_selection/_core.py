@@ -36,9 +36,14 @@ from sklearn_ext.model_selection._backends import (
     LeafTable,
     StandardBackend,
 )
-from sklearn_ext.model_selection._choice import TreeCVFallbackWarning, resolve_backend
+from sklearn_ext.model_selection._choice import (
+    TreeCVFallbackWarning,
+    find_placement,
+    resolve_backend,
+)
 from sklearn_ext.model_selection._gap import RegimeGap, measure_gap
 from sklearn_ext.model_selection._order import order_relation, warn_about_order
+from sklearn_ext.model_selection._placement import PlacementError
 from sklearn_ext.model_selection._plan import (
     FoldPlan,
     SplitsPlan,
@@ -194,20 +199,30 @@ class RunCore:
         check_base: bool = True,
     ) -> None:
         self.method = method
-        self.X, self.y = _indexable_data(X, y)
-        # The standard backend hands y to fit and the scorers as given (a
-        # list, a Series), as cross_validate does; the engines get an array.
-        self.y_given = None if y is None else indexable(y)[0]
+        #: Where the data lives when not in memory (a Dask collection's
+        #: blocks): it makes the plan and the classes and names the backend.
+        self.placement = find_placement(X, y)
         self._checked_X = None
-        self.plan: FoldPlan = make_fold_plan(
-            cv,
-            self.X,
-            self.y,
-            groups,
-            classifier=stratifies(estimator),
-            order=order,
-            random_state=random_state,
-        )
+        if self.placement is not None:
+            self.X, self.y = self.placement.X, self.placement.y
+            self.y_given = self.y
+            self.plan: FoldPlan = self.placement.plan(
+                cv, order=order, random_state=random_state
+            )
+        else:
+            self.X, self.y = _indexable_data(X, y)
+            # The standard backend hands y to fit and the scorers as given (a
+            # list, a Series), as cross_validate does; the engines get an array.
+            self.y_given = None if y is None else indexable(y)[0]
+            self.plan = make_fold_plan(
+                cv,
+                self.X,
+                self.y,
+                groups,
+                classifier=stratifies(estimator),
+                order=order,
+                random_state=random_state,
+            )
         _check_pairwise_data(estimator, self.X)
         if check_base:
             check_response_methods(estimator, scoring)
@@ -218,12 +233,20 @@ class RunCore:
             if score_params or return_train_score
             else native_metric(estimator, scoring)
         )
-        self.classes = _all_classes(estimator, self.y, classes)
+        self.classes = (
+            _all_classes(estimator, self.y, classes)
+            if self.placement is None
+            else self.placement.classes(estimator, classes)
+        )
         self.fit_params = dict(fit_params or {})
         self.stream_params = (
             self.fit_params if stream_params is None else dict(stream_params)
         )
         self.score_params = dict(score_params or {})
+        if self.placement is not None:
+            self.placement.check_params(
+                self.stream_params, self.score_params, return_train_score
+            )
         self.n_jobs = n_jobs
         self.return_train_score = return_train_score
         self.error_score = error_score
@@ -242,15 +265,14 @@ class RunCore:
         self.memo: dict = {}
         if store is not None and store is not False:
             # A store the backend cannot keep is refused before any run.
-            backend = resolve_backend(estimator, method, self.X, self.y, say=self.say)
-            backend.with_store(store, estimator)
+            self._backend(estimator).with_store(store, estimator)
 
     # -- what one candidate runs ----------------------------------------------------
     def resolve(self, estimator) -> Resolved:
         """Pick the backend of ``estimator`` and decide what it scores, once."""
         # Per candidate: a search's base estimator may lack a step its grid sets.
         check_response_methods(estimator, self.scoring)
-        backend = resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
+        backend = self._backend(estimator)
         store = self._store_for(backend, estimator)
         session = None
         if store is not None:
@@ -263,7 +285,11 @@ class RunCore:
         backend = self._plan_fallback(backend, estimator)
         check_training_rows(self.plan, backend)
         scored, regime = scored_estimator(
-            estimator, backend, classes=self.classes, X=self.X
+            estimator,
+            backend,
+            classes=self.classes,
+            # A placement's pipelines fix no categories from all rows.
+            X=self.X if self.placement is None else None,
         )
         if regime == "one_pass":
             if self.fit_instead_ and not fit_is_one_pass(estimator):
@@ -277,14 +303,26 @@ class RunCore:
         that differs from the learner's own ``fit``."""
         return (
             not self._gap_tried
+            and self.placement is None  # no k fits of gathered data
             and isinstance(self.method, str)
             and self.method == "auto"
             and not resolved.scores_own_fit
         )
 
+    def _backend(self, estimator) -> Backend:
+        """The backend of ``estimator``: the placement's, or the resolver's."""
+        if self.placement is not None:
+            return self.placement.backend(estimator, self.method)
+        return resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
+
     def _check_order(self) -> None:
         """Say once if the rows are fed in an order related to ``y``."""
-        if self._order_checked or self.y is None or self.plan.order != "fixed":
+        if (
+            self._order_checked
+            or self.y is None
+            or self.placement is not None  # y stays where it lives
+            or self.plan.order != "fixed"
+        ):
             return
         self._order_checked = True
         words = order_relation(self.y[self.plan.sample_order])
@@ -322,6 +360,9 @@ class RunCore:
             return None
         self._gap_tried = True
         estimator = resolved.estimator
+        if self.placement is not None:  # k fits would gather the data: no number
+            self.say(lambda: warn_about_regime(estimator, refit=self.refit_))
+            return None
         resolved_fit = Resolved(estimator, StandardBackend(), estimator, "fit")
         task = self.task(resolved_fit, self.plan)
         task.error_score = np.nan
@@ -408,6 +449,12 @@ class RunCore:
         return self._fall_back(estimator, reason)
 
     def _fall_back(self, estimator, reason: str) -> Backend:
+        if self.placement is not None:  # standard CV would gather the data
+            raise TypeError(
+                f"The Dask tree cannot run {type(estimator).__name__} here "
+                f"({reason}), and standard CV would gather X: pass X.compute() "
+                "to run it in memory."
+            )
         message = (
             f"TreeCV cannot run {type(estimator).__name__} here ({reason}); "
             "method='auto' falls back to standard CV, fitting each split with fit "
@@ -419,8 +466,7 @@ class RunCore:
 
     def store_of(self, estimator):
         """The store the runs of ``estimator`` share, or ``None``."""
-        backend = resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
-        return self._store_for(backend, estimator)
+        return self._store_for(self._backend(estimator), estimator)
 
     def _store_for(self, backend: Backend, estimator):
         if self.store is False:
@@ -460,8 +506,8 @@ class RunCore:
         with data_scope(self.memo):
             try:
                 return resolved.backend.run(task)
-            except UnsetMetadataPassedError:
-                raise  # a routing error, not a failed fit (as in _fit_and_score)
+            except (UnsetMetadataPassedError, PlacementError):
+                raise  # a routing error or a lost cluster, not a failed fit
             except Exception as exc:
                 if stop.raised is exc or self.error_score == "raise":
                     raise
@@ -511,6 +557,13 @@ class RunCore:
         return {names.get(name, name): value for name, value in params.items()}
 
     @property
+    def prefer(self) -> str | None:
+        """joblib's ``prefer`` for jobs that each run a candidate: ``"threads"``
+        where the data's placement runs the work itself (a Dask cluster, whose
+        client stays in this process), else joblib's default."""
+        return None if self.placement is None else self.placement.prefer
+
+    @property
     def checked_X(self):
         """``X`` as the native engines need it: a finite ndarray or CSR matrix."""
         if self._checked_X is None:
@@ -534,6 +587,8 @@ class RunCore:
         SVM reuses the kernel). ``around_fit(model)``, if given, is the
         context the model is fitted in (a search's callback hooks).
         """
+        if self.placement is not None:
+            X = None  # the model is trained where the blocks are
         model = regime_estimator(resolved.estimator, resolved.regime, self.classes, X=X)
         wrapped = type(model) is not type(resolved.estimator)
         fit_params = (
@@ -546,7 +601,12 @@ class RunCore:
         around = contextlib.nullcontext() if around_fit is None else around_fit(model)
         try:
             with around:
-                if y is None:
+                if self.placement is not None:
+                    classes = self.classes if _takes_classes(model) else None
+                    model = self.placement.fit(
+                        model, classes=classes, fit_params=fit_params
+                    )
+                elif y is None:
                     model.fit(X, **fit_params)
                 else:
                     model.fit(X, y, **fit_params)

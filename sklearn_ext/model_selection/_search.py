@@ -461,7 +461,9 @@ class TreeCVSearchCV(BaseSearchCV):
         store = core.store_of(base_estimator)
         candidates_so_far: list[dict] = []
         more: dict[str, list] = defaultdict(list)
-        parallel = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)
+        parallel = Parallel(
+            n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch, prefer=core.prefer
+        )
 
         def evaluate_candidates(
             candidate_params, cv=None, more_results=None, callback_ctx=None
