@@ -37,6 +37,7 @@ GUIDE_PAGES = (
     "svm.html",
     "exact.html",
     "anomaly.html",
+    "dask.html",
     "stores.html",
     "bounds.html",
 )
