@@ -27,7 +27,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 from dask.array import Array
 from dask.sizeof import sizeof
-from distributed import as_completed, futures_of, get_client, wait
+from distributed import futures_of, get_client, wait
 from distributed.client import FutureCancelledError
 from distributed.comm import CommClosedError
 from distributed.scheduler import KilledWorker
@@ -54,6 +54,11 @@ from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._streaming import stream_refusal
 
 __all__ = ["BACKENDS", "DaskPlacement", "DaskTreeBackend"]
+
+#: Seconds between checks that the blocks' workers are still there.
+WATCH_SECONDS = 0.5
+#: Rounds of resubmission after lost workers before a run gives up.
+MAX_ROUNDS = 4
 
 #: What the cluster raises when it lost a result it could not recompute.
 _CLUSTER_ERRORS = (
@@ -205,29 +210,38 @@ class DaskPlacement(Placement):
         self.starts = np.concatenate([[0], np.cumsum(self.block_rows)])
         self.n_samples = int(self.starts[-1])
         self.X_blocks = _block_futures(self.X)
-        self.y_blocks = None if self.y is None else _block_futures(self.y)
-        try:
-            wait(self.X_blocks + (self.y_blocks or []))
-            if self.y_blocks is not None:
-                self.y_blocks = self._colocated(self.y_blocks)
-        except _CLUSTER_ERRORS as exc:
-            raise _lost(exc) from exc
+        self.y_source = None if self.y is None else _block_futures(self.y)
+        self.y_blocks = self.y_source
+        self.owners()  # the blocks are in memory, y with X
 
-    def _colocated(self, blocks: list) -> list:
-        """``blocks`` (of ``y``) on the workers of the blocks of ``X``.
+    def _colocated(self, owners: Sequence[str]) -> list:
+        """The blocks of ``y``, each on the worker of its block of ``X``.
 
         A block of ``y`` held elsewhere is copied to its ``X`` block's worker
-        once, here (a label block is ``1 / n_features`` of its ``X`` block);
-        ``y`` sliced from the same persisted array as ``X`` needs no copy.
+        (a label block is ``1 / n_features`` of its ``X`` block), once: until
+        the owner changes. ``y`` sliced from the same persisted array as ``X``
+        needs no copy.
         """
-        owners = self.owners()
-        who = self.client.who_has(blocks)
-        placed = list(blocks)
-        for i, block in enumerate(blocks):
-            if owners[i] not in who.get(block.key, ()):
-                placed[i] = self.client.submit(
-                    _same, block, workers=[owners[i]], allow_other_workers=True
+        held = self.y_source + self.y_blocks
+        who = self.client.who_has(held)
+        placed = []
+        for i, owner in enumerate(owners):
+            here = [
+                b
+                for b in (self.y_source[i], self.y_blocks[i])
+                if owner in who.get(b.key, ())
+            ]
+            placed.append(
+                here[0]
+                if here
+                else self.client.submit(
+                    _same,
+                    self.y_source[i],
+                    workers=[owner],
+                    allow_other_workers=False,
+                    pure=False,
                 )
+            )
         wait(placed)
         return placed
 
@@ -303,13 +317,18 @@ class DaskPlacement(Placement):
             )
 
     def owners(self) -> list[str]:
-        """The worker holding each row block (of ``X``)."""
-        who = self.client.who_has(self.X_blocks)
-        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
-        return [
-            (who.get(f.key) or [workers[i % len(workers)]])[0]
-            for i, f in enumerate(self.X_blocks)
-        ]
+        """The worker holding each row block of ``X``, once all are in memory
+        (a block lost with its worker is recomputed from its lineage), with
+        the blocks of ``y`` brought to them."""
+        try:
+            wait(self.X_blocks + (self.y_source or []))
+            who = self.client.who_has(self.X_blocks)
+            owners = [who[f.key][0] for f in self.X_blocks]
+            if self.y_source is not None:
+                self.y_blocks = self._colocated(owners)
+        except _CLUSTER_ERRORS as exc:
+            raise _lost(exc) from exc
+        return owners
 
     def spans(self, start: int, stop: int, owners: Sequence[str]):
         """Rows ``start:stop`` as runs of blocks held by one worker each.
@@ -344,30 +363,56 @@ class DaskPlacement(Placement):
                 None if self.y_blocks is None else [self.y_blocks[b] for b in blocks],
                 key=f"{key}-{i}",
                 workers=[owner],
-                # Loose: if the owner is lost, the block is recomputed elsewhere
-                # from its lineage and the update follows it.
-                allow_other_workers=True,
+                # Strict, as LightGBM's Dask training: a loose restriction
+                # lets work stealing run the update elsewhere and move the
+                # block. A lost owner is seen by watch(), which resubmits.
+                allow_other_workers=False,
                 pure=False,
             )
         return state
 
     def fit(self, model, *, classes=None, fit_params=None):
-        owners = self.owners()
-        key = f"treecv-fit-{uuid.uuid4().hex[:12]}"
-        state = self.feed(
-            (model, ()),
-            0,
-            self.n_samples,
-            dict(fit_params or {}),
-            classes,
-            None,
-            owners,
-            key,
-        )
+        params = dict(fit_params or {})
+        for _ in range(MAX_ROUNDS):
+            owners = self.owners()
+            key = f"treecv-fit-{uuid.uuid4().hex[:12]}"
+            state = (model, ())
+            state = self.feed(
+                state, 0, self.n_samples, params, classes, None, owners, key
+            )
+            ready = self.client.submit(_ready, state, key=f"{key}-ready")
+            for _, outcome in self.watch([ready], owners):
+                return outcome[0]
+        raise _lost(RuntimeError(f"workers lost in {MAX_ROUNDS} rounds"))
+
+    def watch(self, futures: list, owners: Sequence[str]):
+        """Yield ``(future, result)`` as each of ``futures`` ends.
+
+        Stops early (the caller resubmits on the new owners) when a worker
+        holding a block left the cluster: the updates restricted to it would
+        wait forever. An error of the cluster becomes :class:`PlacementError`;
+        the futures still pending are cancelled when the caller stops.
+        """
+        pending = set(futures)
+        needed = set(owners)
         try:
-            return self.client.submit(_ready, state, key=f"{key}-ready").result()[0]
+            while pending:
+                try:
+                    done, pending = wait(
+                        pending, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED"
+                    )
+                except TimeoutError:
+                    done = set()
+                for future in done:
+                    yield future, future.result()
+                alive = self.client.scheduler_info(n_workers=-1)["workers"]
+                if pending and not needed <= set(alive):
+                    return
         except _CLUSTER_ERRORS as exc:
             raise _lost(exc) from exc
+        finally:
+            if pending:
+                self.client.cancel(list(pending))
 
 
 def _check_collections(X, y):
@@ -537,26 +582,33 @@ class _DaskTreeRun:
         self.leaves: dict = {}
 
     def run(self) -> LeafTable:
-        root = self.task.plan.root
-        self.grow(root, (clone(self.task.estimator), ()))
-        results = []
-        try:
-            for future in as_completed(list(self.leaves)):
-                leaf = self.leaves[future]
-                result = self.leaf_result(leaf, future.result())
-                results.append(result)
-                self.task.emit(result)
-        except _CLUSTER_ERRORS as exc:
-            self.client.cancel(list(self.leaves))
-            raise _lost(exc) from exc
-        except BaseException:
-            self.client.cancel(list(self.leaves))
-            raise
-        return LeafTable.from_leaves(results)
+        """Submit the tree, then emit each leaf as it ends.
 
-    def grow(self, node, state) -> None:
+        If a worker holding blocks is lost, the leaves not yet scored are
+        submitted again on the blocks' new workers (the blocks come back from
+        their lineage); the updates are deterministic, so their scores are
+        those the first round would have given.
+        """
+        done: dict = {}
+        for round_ in range(MAX_ROUNDS):
+            self.owners = self.placement.owners()
+            self.leaves = {}
+            self.round = round_
+            self.grow(self.task.plan.root, (clone(self.task.estimator), ()), done)
+            futures = list(self.leaves)
+            for future, outcome in self.placement.watch(futures, self.owners):
+                leaf = self.leaves[future]
+                done[leaf] = self.leaf_result(leaf, outcome)
+                self.task.emit(done[leaf])
+            if len(done) == self.task.plan.n_splits:
+                return LeafTable.from_leaves(list(done.values()))
+        raise _lost(RuntimeError(f"workers lost in {MAX_ROUNDS} rounds"))
+
+    def grow(self, node, state, done) -> None:
         """Submit the updates and scoring of the subtree below ``node``."""
         start, end = node
+        if all(leaf in done for leaf in range(start, end + 1)):
+            return
         if start == end:
             self.leaves[self.score(start, state)] = start
             return
@@ -571,16 +623,16 @@ class _DaskTreeRun:
                 self.classes,
                 child,
                 self.owners,
-                f"{self.key}-feed-{child[0]}-{child[1]}",
+                f"{self.key}-{self.round}-feed-{child[0]}-{child[1]}",
             )
-            self.grow(child, fed)
+            self.grow(child, fed, done)
 
     def score(self, leaf: int, state):
         """A future of the leaf's scores, computed where its test rows are."""
         placement, task = self.placement, self.task
         bounds = task.plan.bounds
         runs = placement.spans(int(bounds[leaf]), int(bounds[leaf + 1]), self.owners)
-        key = f"{self.key}-score-{leaf}"
+        key = f"{self.key}-{self.round}-score-{leaf}"
         keep = task.return_estimator
         if self.count and len(runs) > 1:
             counts = [
@@ -592,7 +644,7 @@ class _DaskTreeRun:
                     [placement.y_blocks[b] for b in blocks],
                     key=f"{key}-{i}",
                     workers=[owner],
-                    allow_other_workers=True,
+                    allow_other_workers=False,
                 )
                 for i, (owner, blocks, spans) in enumerate(runs)
             ]
@@ -622,7 +674,7 @@ class _DaskTreeRun:
             else [placement.y_blocks[b] for b in blocks],
             key=key,
             workers=[owner],
-            allow_other_workers=True,
+            allow_other_workers=False,
         )
 
     def leaf_result(self, leaf: int, outcome):
