@@ -16,20 +16,23 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.datasets import load_digits
 from sklearn.linear_model import Perceptron, SGDClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from sklearn_ext import (
+    LeastSquaresSGDRegressor,
+    LogisticSGDClassifier,
+    PegasosClassifier,
     StreamingPipeline,
     TreeCVEstimator,
     TreeCVSplitter,
     tree_cross_validate,
 )
 from sklearn_ext.model_selection._regime import STREAM_BATCH_SIZE
-from sklearn_ext.model_selection._sgd_stream import batch_kernel
+from sklearn_ext.model_selection._sgd_stream import ScaledRowsKernel, batch_kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 
@@ -80,7 +83,8 @@ def _by_hand(estimator, X, y, batch, classes=None):
     classes = np.unique(y) if classes is None else classes
     for start in range(0, len(y), batch):
         rows = slice(start, start + batch)
-        model.partial_fit(X[rows], y[rows], classes=classes if start == 0 else None)
+        first = {"classes": classes} if start == 0 and is_classifier(model) else {}
+        model.partial_fit(X[rows], y[rows], **first)
     return model
 
 
@@ -95,6 +99,7 @@ def _assert_same_model(fast, slow):
 
 def _assert_same_state(a, b):
     names = ("coef_", "intercept_", "t_", "n_iter_", "mean_", "var_", "scale_")
+    names = (*names, "_state")
     for name in (*names, "n_samples_seen_"):
         if hasattr(b, name):
             value = getattr(b, name)
@@ -207,3 +212,44 @@ def test_a_copy_of_a_stream_does_not_share_state(data):
     twin.partial_fit(X[100:500], y[100:500])
     _assert_same_model(model.estimator_, twin.estimator_)
     assert model.estimator_[-1].coef_ is not twin.estimator_[-1].coef_
+
+
+# -- a scaler before a native learner -------------------------------------------------
+def _scaled_native():
+    return [
+        make_pipeline(StandardScaler(), PegasosClassifier()),
+        make_pipeline(StandardScaler(with_mean=False), LogisticSGDClassifier()),
+        make_pipeline(StandardScaler(with_std=False), PegasosClassifier(alpha=0.1)),
+    ]
+
+
+@pytest.mark.parametrize("estimator", _scaled_native(), ids=repr)
+def test_a_scaler_before_a_native_learner_scales_all_batches_at_once(data, estimator):
+    # The learner updates row by row and keeps its state over calls, so the
+    # scaled batches are fed to it in one call: the same model as batch by batch.
+    X, y = data
+    classes = np.unique(y)
+    started = _by_hand(estimator, X[:BATCH], y[:BATCH], BATCH, classes)
+    assert isinstance(batch_kernel(started), ScaledRowsKernel)
+    fast = TreeCVEstimator(estimator, batch_size=BATCH, cache=None).fit(X, y)
+    _assert_same_model(fast.estimator_, _by_hand(estimator, X, y, BATCH))
+    wrapper = TreeCVEstimator(estimator, batch_size=BATCH, cache=None)
+    for start, stop in [(0, 50), (50, 51), (51, 700), (700, len(y))]:
+        wrapper.partial_fit(X[start:stop], y[start:stop], classes=classes)
+        expected = _by_hand(estimator, X[:stop], y[:stop], BATCH, classes)
+        _assert_same_model(wrapper.estimator_, expected)
+
+
+def test_a_scaled_native_regressor_and_the_tree(data):
+    X, y = data
+    y = y.astype(float) + X[:, 10] / 50.0
+    pipeline = make_pipeline(StandardScaler(), LeastSquaresSGDRegressor())
+    fast = TreeCVEstimator(pipeline, batch_size=BATCH, cache=None).fit(X, y)
+    _assert_same_model(fast.estimator_, _by_hand(pipeline, X, y, BATCH, classes=None))
+    splitter = TreeCVSplitter(5)
+    result = tree_cross_validate(pipeline, X, y, cv=splitter, return_estimator=True)
+    plan = splitter.plan(X, y)
+    for fold, model in enumerate(result["estimator"]):
+        rows = plan.train_indices(fold)
+        expected = _by_hand(pipeline, X[rows], y[rows], STREAM_BATCH_SIZE, None)
+        _assert_same_model(model.estimator_, expected)

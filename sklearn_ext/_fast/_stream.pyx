@@ -327,3 +327,63 @@ def sgd_stream(
                 break
             t += <double>batch_size
     return t, count, failed
+
+
+def scale_batches(
+    const double[:, ::1] X,
+    Py_ssize_t batch_size,
+    double[::1] mean,
+    double[::1] var,
+    double[::1] scale,
+    double count,
+    bint with_mean,
+    bint with_std,
+    double[:, ::1] out,
+):
+    """A running ``StandardScaler`` over the full batches of ``X``.
+
+    Each batch updates the scaler (``partial_fit``), then is transformed by
+    the updated scaler into the same rows of ``out``: what the streaming
+    regime hands a learner whose updates do not depend on batching (the
+    native learners, row by row), which then takes all the batches at once.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_batches * batch_size, n_features)
+        The rows, in the order they are fed.
+    batch_size : int
+        Rows per batch.
+    mean, var, scale : ndarray of shape (n_features,)
+        The fitted scaler's ``mean_``, ``var_``, ``scale_`` (``var`` and
+        ``scale`` None without ``with_std``), updated in place.
+    count : float
+        The scaler's ``n_samples_seen_``.
+    with_mean, with_std : bool
+        The scaler's settings.
+    out : ndarray of shape (n_batches * batch_size, n_features)
+        The transformed rows.
+
+    Returns
+    -------
+    count : float
+        The scaler's ``n_samples_seen_`` after the last batch.
+    """
+    cdef Py_ssize_t d = X.shape[1]
+    cdef Py_ssize_t n_batches = X.shape[0] // batch_size
+    cdef Py_ssize_t b
+    cdef double[::1] work
+    if n_batches == 0:
+        return count
+    import numpy as np
+    work = np.empty(4 * d + 1)
+    with nogil:
+        for b in range(n_batches):
+            update_scaler(&X[b * batch_size, 0], batch_size, d, &mean[0],
+                          &var[0] if with_std else NULL,
+                          &scale[0] if with_std else NULL,
+                          count, with_std, &work[0])
+            count = count + <double>batch_size
+            transform(&X[b * batch_size, 0], &out[b * batch_size, 0],
+                      batch_size * d, d, &mean[0],
+                      &scale[0] if with_std else NULL, with_mean, with_std)
+    return count

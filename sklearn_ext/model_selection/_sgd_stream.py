@@ -27,7 +27,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["SGDBatchKernel", "batch_kernel"]
+__all__ = ["SGDBatchKernel", "ScaledRowsKernel", "batch_kernel"]
 
 _LEARNERS = {
     ("sklearn.linear_model._stochastic_gradient", "SGDClassifier"),
@@ -56,6 +56,36 @@ def _parts(model):
     if len(steps) == 2 and _exact_class(steps[0], {_SCALER}):
         return steps[0], steps[1]
     return None
+
+
+def _streams_rows(learner) -> bool:
+    """A native learner of this package: ``partial_fit`` row by row, in order.
+
+    Its state carries over calls untouched (the weights' scale included), so
+    ``partial_fit(A); partial_fit(B)`` is ``partial_fit(A + B)``, bit for bit.
+    """
+    return bool(getattr(learner, "_treecv_row_stream", False)) and hasattr(
+        learner, "_state"
+    )
+
+
+def _scaler_arrays(scaler) -> dict:
+    """Copies of a fitted scaler's state, as the kernels take it."""
+    return {
+        "mean": np.array(scaler.mean_),
+        "var": np.array(scaler.var_) if scaler.with_std else None,
+        "scale": np.array(scaler.scale_) if scaler.with_std else None,
+        "count": float(scaler.n_samples_seen_),
+        "with_mean": bool(scaler.with_mean),
+        "with_std": bool(scaler.with_std),
+    }
+
+
+def _set_scaler(scaler, state: dict, count: float) -> None:
+    scaler.mean_ = state["mean"]
+    if scaler.with_std:
+        scaler.var_, scaler.scale_ = state["var"], state["scale"]
+    scaler.n_samples_seen_ = np.float64(count)
 
 
 def _scaler_state(scaler) -> bool:
@@ -144,6 +174,8 @@ def batch_kernel(model) -> SGDBatchKernel | None:
     scaler, learner = parts
     if scaler is not None and not _scaler_state(scaler):
         return None
+    if _streams_rows(learner):
+        return None if scaler is None else ScaledRowsKernel(scaler, learner)
     settings = _learner_settings(learner)
     if settings is None:
         return None
@@ -237,16 +269,7 @@ class SGDBatchKernel:
             pos, neg = np.array([weights[1]]), np.array([weights[0]])
         else:
             pos, neg = np.asarray(weights, dtype=float), np.ones(len(classes))
-        kwargs = {}
-        if scaler is not None:
-            kwargs = {
-                "mean": np.array(scaler.mean_),
-                "var": np.array(scaler.var_) if scaler.with_std else None,
-                "scale": np.array(scaler.scale_) if scaler.with_std else None,
-                "count": float(scaler.n_samples_seen_),
-                "with_mean": bool(scaler.with_mean),
-                "with_std": bool(scaler.with_std),
-            }
+        kwargs = {} if scaler is None else _scaler_arrays(scaler)
         intercept = np.array(learner.intercept_, dtype=np.float64)
         t, count, failed = sgd_stream(
             np.ascontiguousarray(X, dtype=np.float64),
@@ -267,10 +290,7 @@ class SGDBatchKernel:
         learner.t_ = t
         learner.n_iter_ = 1
         if scaler is not None:
-            scaler.mean_ = kwargs["mean"]
-            if scaler.with_std:
-                scaler.var_, scaler.scale_ = kwargs["var"], kwargs["scale"]
-            scaler.n_samples_seen_ = np.float64(count)
+            _set_scaler(scaler, kwargs, count)
         if hasattr(stream, "n_batches_"):
             stream.n_batches_ += fed + (failed >= 0)
         if failed >= 0:
@@ -278,4 +298,43 @@ class SGDBatchKernel:
                 "Floating-point under-/overflow occurred at epoch #1. Scaling "
                 "input data with StandardScaler or MinMaxScaler might help."
             )
+        return n
+
+
+class ScaledRowsKernel:
+    """Full batches of a ``StandardScaler`` before a native learner, in one call.
+
+    Each batch updates the scaler and is scaled by it (one Cython call for
+    all the batches, ``sklearn_ext._fast._stream.scale_batches``); the
+    learner, whose updates are row by row and carry over calls, then takes all
+    the scaled batches in one ``partial_fit``: the model of one
+    ``partial_fit`` per batch, bit for bit.
+
+    Parameters
+    ----------
+    scaler : StandardScaler
+        The stream's fitted scaler, updated in place.
+    learner : estimator object
+        The stream's fitted native learner (``PegasosClassifier``...).
+    """
+
+    def __init__(self, scaler, learner) -> None:
+        self.scaler = scaler
+        self.learner = learner
+
+    def __call__(self, stream, X: np.ndarray, y, batch_size: int) -> int:
+        """Feed the full batches of ``X`` (rows in order); the rows fed."""
+        from sklearn_ext._fast._stream import scale_batches
+
+        n = (len(X) // batch_size) * batch_size
+        if n == 0:
+            return 0
+        X = np.ascontiguousarray(X[:n], dtype=np.float64)
+        scaled = np.empty_like(X)
+        state = _scaler_arrays(self.scaler)
+        count = scale_batches(X, batch_size, out=scaled, **state)
+        _set_scaler(self.scaler, state, count)
+        self.learner.partial_fit(scaled, y[:n])
+        if hasattr(stream, "n_batches_"):
+            stream.n_batches_ += n // batch_size
         return n
