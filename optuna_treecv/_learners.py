@@ -176,7 +176,7 @@ LEARNERS: dict[str, Learner] = {
             "gamma": FloatDistribution(1e-4, 1e1, log=True),
         },
         seeded=False,
-        summary="RBF kernel SVM, alpha-seeded k-fold CV (standard CV once scaled)",
+        summary="RBF kernel SVM, alpha-seeded k-fold CV (each fold scaled on its own)",
     ),
 }
 

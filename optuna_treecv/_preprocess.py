@@ -218,9 +218,10 @@ def preprocessing_line(prepared: Prepared, folds: str, backend: str) -> str:
         how = "standard CV fits each fold's whole pipeline on its training rows"
         if type(final_step(prepared.estimator)).__name__ in _SVMS:
             how += (
-                " (alpha seeding takes no pipeline yet, and scaling outside the "
-                "folds would leak the held-out rows into them; --preprocess none "
-                "runs alpha seeding on the features as given)"
+                " (alpha seeding keeps only per-feature scalers before the SVM, "
+                "and scaling outside the folds would leak the held-out rows into "
+                "them; --preprocess none runs alpha seeding on the features as "
+                "given)"
             )
     elif _streams(backend):
         how = (
@@ -245,7 +246,7 @@ def _streams(backend: str) -> bool:
     return backend_class(backend).scores == "one_pass"
 
 
-#: Kernel SVMs whose fast backend (alpha seeding) takes no pipeline.
+#: Kernel SVMs whose fast backend (alpha seeding) takes per-feature scalers only.
 _SVMS = ("AlphaSeededSVC", "SVC")
 
 

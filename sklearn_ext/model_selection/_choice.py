@@ -40,9 +40,13 @@ METHODS = ("auto", "exact", "treecv", "standard", "alpha_seeding")
 
 
 def _svm_like(estimator) -> bool:
-    """An SVC or one of our SVMs: what the alpha-seeding backend may accept."""
+    """An SVC or one of our SVMs, alone or last in a pipeline: what the
+    alpha-seeding backend may accept (its refusal judges the other steps)."""
+    from sklearn.pipeline import Pipeline
     from sklearn.svm import SVC
 
+    if isinstance(estimator, Pipeline) and estimator.steps:
+        estimator = estimator.steps[-1][1]
     return isinstance(estimator, SVC) or type(estimator).__module__.startswith(
         "sklearn_ext.svm"
     )
@@ -288,7 +292,8 @@ def _cannot_run(estimator, method) -> None:
     if method == "alpha_seeding":
         raise TypeError(
             "method='alpha_seeding' needs an AlphaSeededSVC or a sklearn.svm.SVC "
-            f"(without break_ties); got {owner}. Use "
+            "(without break_ties), alone or after per-feature scalers in a "
+            f"Pipeline; got {owner}. Use "
             "method='standard' or method='auto'."
         )
     if method == "treecv":

@@ -8,6 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.svm import SVC
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 from sklearn_ext.svm._classes import (
@@ -15,8 +17,15 @@ from sklearn_ext.svm._classes import (
     FoldModels,
     as_alpha_seeded,
     check_fit_input,
+    check_params,
 )
 from sklearn_ext.svm._cv import chain_count, run_folds
+from sklearn_ext.svm._scaled import (
+    FoldScaling,
+    ScaledFoldModels,
+    scaling_refusal,
+    split_pipeline,
+)
 from sklearn_ext.svm._seeding import SEEDINGS
 from sklearn_ext.svm._solver import SVMParams
 from sklearn_ext.svm._warm_start import WarmStartStore, store_in_use
@@ -93,6 +102,7 @@ class AlphaSeedingBackend(Backend):
     extras: ClassVar[dict[str, str | None]] = {
         "n_iter": "sum",
         "seed_time": "sum",
+        "kernel_time": "sum",
         "objective": None,
         "warm_start_seed": "mode",
         "warm_start_hits": "sum",
@@ -116,10 +126,37 @@ class AlphaSeedingBackend(Backend):
 
     @classmethod
     def accepts(cls, estimator) -> bool:
+        parts = split_pipeline(estimator)
+        if parts is not None:
+            # Its other steps are judged with the data (refusal), so that a
+            # fallback names the step that cannot be kept.
+            estimator = parts[1][1]
         if isinstance(estimator, AlphaSeededSVC):
             return True
         # probability=True is taken over (each fold model calibrates itself).
         return type(estimator) is SVC and estimator.break_ties is not True
+
+    def refusal(self, estimator, X, y) -> str | None:
+        """A pipeline step other than a per-feature scaler before the SVM.
+
+        See :func:`~sklearn_ext.svm._scaled.scaling_refusal`; a precomputed
+        kernel cannot follow a scaler either.
+        """
+        parts = split_pipeline(estimator)
+        if parts is None:
+            return None
+        reason = scaling_refusal(estimator)
+        kernel = parts[1][1].kernel
+        if reason is None and isinstance(kernel, str) and kernel == "precomputed":
+            reason = "its SVM's kernel is precomputed, which no scaler may precede"
+        if reason is None and isinstance(kernel, str) and kernel == "sigmoid":
+            # Seen on breast_cancer after StandardScaler: a seeded start ends
+            # at another stationary point than LIBSVM's cold start.
+            reason = (
+                "its SVM's sigmoid kernel is not positive semi-definite, so a "
+                "seeded SMO may stop at another solution than LIBSVM's"
+            )
+        return reason
 
     def with_store(self, store, estimator) -> AlphaSeedingBackend:
         if not all(callable(getattr(store, m, None)) for m in ("lookup", "put")):
@@ -141,7 +178,9 @@ class AlphaSeedingBackend(Backend):
         """
         if self.warm_start_store is not None:
             return None
-        if getattr(estimator, "warm_start_store", None) is not None:
+        parts = split_pipeline(estimator)
+        svm = estimator if parts is None else parts[1][1]
+        if getattr(svm, "warm_start_store", None) is not None:
             return None
         return WarmStartStore()
 
@@ -169,11 +208,26 @@ class AlphaSeedingBackend(Backend):
                 "The alpha_seeding backend takes no fit parameters; got "
                 f"{sorted(task.fit_params)}. Use method='standard'."
             )
-        model = as_alpha_seeded(task.estimator)
+        parts = split_pipeline(task.estimator)
+        reason = None if parts is None else self.refusal(task.estimator, None, None)
+        if reason is not None:
+            raise TypeError(
+                f"The alpha_seeding backend cannot run this pipeline: {reason}."
+            )
+        model = as_alpha_seeded(task.estimator if parts is None else parts[1][1])
         if self.warm_start_store is not None:
             model.set_params(warm_start_store=self.warm_start_store)
         with_store = store_in_use(model.warm_start_store) is not None
-        X, y = check_fit_input(model, task.X, task.y)
+        if parts is None:
+            X, y = check_fit_input(model, task.X, task.y)
+            scaling, make_model = None, FoldModels(model, X, y)
+        else:
+            # Each fold scales the data as given (the pipeline's scaler sees it).
+            check_params(model)
+            X, y = task.X, column_or_1d(task.y, warn=True)
+            check_classification_targets(y)
+            scaling = FoldScaling(parts[0], X, SVMParams.of(model))
+            make_model = ScaledFoldModels(task.estimator, model, y)
         # Accuracy is computed from the shared kernel store (the test rows'
         # kernel values are already there); other metrics go through the scorer.
         native = task.metric == "accuracy"
@@ -199,9 +253,8 @@ class AlphaSeedingBackend(Backend):
             # A fold model is built only for someone to use: returned, or
             # scored through predict/decision_function. Scored natively and
             # not returned, a fold keeps no model (no support-vector copy).
-            make_model=FoldModels(model, X, y)
-            if task.return_estimator or not native
-            else None,
+            make_model=make_model if task.return_estimator or not native else None,
+            scaling=scaling,
         )
         # Closed on the way out, so that a stopped run waits for its chains.
         with closing(folds):
@@ -220,6 +273,8 @@ class AlphaSeedingBackend(Backend):
             "seed_time": solution.seed_time,
             "objective": solution.objective,
         }
+        if solution.kernel_time is not None:
+            extras["kernel_time"] = solution.kernel_time
         if with_store:
             extras.update(
                 warm_start_seed=np.nan
@@ -232,7 +287,7 @@ class AlphaSeedingBackend(Backend):
             solution.fold,
             scores,
             solution.n_train,
-            solution.seed_time + solution.fit_time,
+            solution.seed_time + solution.fit_time + (solution.kernel_time or 0.0),
             score_time,
             solution.model,
             extras,

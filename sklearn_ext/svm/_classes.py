@@ -35,7 +35,13 @@ from sklearn_ext.svm._solver import (
 from sklearn_ext.svm._training import FitStart, PairFit, StoreKeys, train_pairs
 from sklearn_ext.svm._warm_start import store_in_use
 
-__all__ = ["AlphaSeededSVC", "FoldModels", "as_alpha_seeded", "check_fit_input"]
+__all__ = [
+    "AlphaSeededSVC",
+    "FoldModels",
+    "as_alpha_seeded",
+    "check_fit_input",
+    "check_params",
+]
 
 
 class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
@@ -590,6 +596,11 @@ def as_alpha_seeded(estimator) -> AlphaSeededSVC:
         "Alpha-seeded CV needs an AlphaSeededSVC or a sklearn.svm.SVC; got "
         f"{type(estimator).__name__}."
     )
+
+
+def check_params(estimator: AlphaSeededSVC) -> None:
+    """What :meth:`AlphaSeededSVC.fit` checks of its parameters, for a CV run."""
+    estimator._validate_params()
 
 
 def check_fit_input(estimator: AlphaSeededSVC, X, y):

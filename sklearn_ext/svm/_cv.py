@@ -14,16 +14,26 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from joblib import effective_n_jobs
 
-from sklearn_ext.svm._kernel_store import KernelStore, available_threads
+from sklearn_ext.svm._kernel_store import (
+    KernelStore,
+    available_threads,
+    kernel_budget,
+)
 from sklearn_ext.svm._seeding import SEEDINGS
 from sklearn_ext.svm._solver import PairDecisions, SVMParams, check_solved
-from sklearn_ext.svm._training import FoldStart, PairFit, StoreKeys, train_pairs
+from sklearn_ext.svm._training import (
+    FoldKernel,
+    FoldStart,
+    PairFit,
+    StoreKeys,
+    train_pairs,
+)
 from sklearn_ext.utils._threads import blas_limits
 
 __all__ = [
@@ -86,6 +96,9 @@ class FoldSolution:
     warm_start_skips: int = 0
     #: What ``run_folds``'s ``score`` returned for this fold, if given.
     scores: Any = None
+    #: A scaled fold's time to fit its scalers, scale the rows and build (or
+    #: find) its kernel; ``None`` when the folds share one kernel.
+    kernel_time: float | None = None
 
     def accuracy(self, test_rows, y_test) -> float:
         """Accuracy on global rows ``test_rows``, reading the kernel store."""
@@ -109,6 +122,7 @@ def run_folds(
     n_chains: int = 1,
     score=None,
     make_model: MakeModel | None = None,
+    scaling=None,
 ):
     """Solve every fold of ``plan``, each seeded from the previous one of its chain.
 
@@ -152,6 +166,14 @@ def run_folds(
         decision functions by global rows (``solution.decisions``), which is
         all that scoring from the kernel store (``solution.accuracy``) reads:
         no copy of the support vectors, nothing that grows with the folds.
+    scaling : FoldScaling, default=None
+        The per-fold scalers of a ``Pipeline([scaler, SVM])``
+        (:mod:`sklearn_ext.svm._scaled`). Each fold then gets its own scaled
+        rows, ``gamma`` and kernel store (kept across runs at other ``C`` by
+        the warm-start store, within the kernel budget); the previous fold's
+        alphas still seed it, with their gradient computed afresh on the
+        fold's kernel. ``make_model`` is then called with the fold's
+        :class:`~sklearn_ext.svm._scaled.ScaledFold` as a fourth argument.
     """
     if not isinstance(seeding, str) or seeding not in SEEDINGS:
         raise ValueError(
@@ -166,15 +188,27 @@ def run_folds(
         )
     # gamma="scale" is computed once on the whole data set so that all folds
     # share one kernel (per fold it differs by O(1/k) of the variance).
-    gamma = params.resolve_gamma(X)
-    keys = StoreKeys(params, X, y, gamma)
-    store = keys.kernel_store(X, gamma)
-    run = _Run(params, classes, y_enc, gamma, keys, seeding, score, make_model)
     chains = [
         chain.tolist()
         for chain in np.array_split(np.arange(plan.n_splits), max(1, n_chains))
         if chain.shape[0]
     ]
+    if scaling is None:
+        gamma = params.resolve_gamma(X)
+        keys = StoreKeys(params, X, y, gamma)
+        store = keys.kernel_store(X, gamma)
+    else:
+        # Each fold resolves its own gamma and builds its own kernel; the
+        # folds solved at once (one per chain) share the kernel budget.
+        gamma = float("nan")
+        keys = StoreKeys(params, X, y, gamma)
+        store = None
+    run = _Run(params, classes, y_enc, gamma, keys, seeding, score, make_model)
+    if scaling is not None:
+        run.scaling = scaling
+        run.kernel_limit = kernel_budget(params.cache_size)
+        params_per_chain = kernel_budget(params.cache_size) / 2**20 / len(chains)
+        run.fold_params = replace(params, cache_size=params_per_chain)
     if len(chains) == 1:
         rng = np.random.default_rng(random_state)
         previous = None
@@ -197,6 +231,28 @@ class _Run:
     seeding: str
     score: Any = None
     make_model: MakeModel | None = None
+    #: The per-fold scalers (a scaled pipeline's run), its kernels' budget
+    #: in bytes and the problem with each chain's share of it.
+    scaling: Any = None
+    kernel_limit: float = 0.0
+    fold_params: SVMParams | None = None
+
+    def _fold_kernel(self, plan, fold, rows):
+        """A scaled fold's data, keys and kernel store (and their build time)."""
+        tic = time.perf_counter()
+
+        def build() -> FoldKernel:
+            scaled = self.scaling.fold(plan.fit_indices(fold))
+            return FoldKernel(
+                scaled, self.fold_params.kernel_store(scaled.X, scaled.gamma)
+            )
+
+        kept = self.keys.fold_kernel(self.scaling.key, rows, build, self.kernel_limit)
+        scaled = kept.scaled
+        keys = self.keys.for_fold(
+            scaled.X, scaled.gamma, self.scaling.key, self.fold_params
+        )
+        return scaled, keys, kept.store, time.perf_counter() - tic
 
     def solve(self, plan, fold, store, previous, rng):
         """Seed fold ``fold`` from ``previous`` (its chain's last problems), solve.
@@ -204,11 +260,23 @@ class _Run:
         Returns the :class:`FoldSolution` and the fold's problems (the next
         fold's seed).
         """
-        tic = time.perf_counter()
         rows, labels = self._training_rows(plan, fold)
-        start = FoldStart(self.keys, store, rows, previous, self.seeding, rng)
+        keys, gamma, scaled, kernel_time = self.keys, self.gamma, None, None
+        if self.scaling is not None:
+            scaled, keys, store, kernel_time = self._fold_kernel(plan, fold, rows)
+            gamma = scaled.gamma
+        tic = time.perf_counter()
+        start = FoldStart(
+            keys,
+            store,
+            rows,
+            previous,
+            self.seeding,
+            rng,
+            kernel_changed=scaled is not None,
+        )
         fit = train_pairs(
-            self.keys,
+            keys,
             store,
             self.y_enc,
             rows,
@@ -219,7 +287,8 @@ class _Run:
         problems, seeds = fit.problems, fit.seeds
         model = None
         if self.make_model is not None:
-            model = self.make_model(fit, rows, self.gamma)
+            extra = () if scaled is None else (scaled,)
+            model = self.make_model(fit, rows, gamma, *extra)
         else:
             # Only the scores are asked for: no model, no Platt sigmoids.
             check_solved(problems, self.params.owner, self.params.max_iter)
@@ -244,6 +313,11 @@ class _Run:
         )
         if self.score is not None:
             solution.scores = self.score(solution)
+        if scaled is not None:
+            solution.kernel_time = kernel_time
+            # The fold's own kernel is of no use to the next fold: let it go
+            # (the warm-start store keeps it for a run at another C).
+            solution.store = None
         return solution, problems
 
     def _training_rows(self, plan, fold):
@@ -285,7 +359,8 @@ class _SerializedStore:
 
 def _run_chains(run: _Run, plan, store: KernelStore, chains, random_state):
     """Run the seeding chains in threads; yield their solutions as they come."""
-    views = store.partition(len(chains))
+    # A scaled run's folds build their own stores: nothing to share.
+    views = [None] * len(chains) if store is None else store.partition(len(chains))
     if run.keys.store is not None:
         run.keys.store = _SerializedStore(run.keys.store)
     results: queue.SimpleQueue = queue.SimpleQueue()

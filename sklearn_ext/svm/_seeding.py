@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sklearn_ext._fast._smo import seed_gradient, sir_alphas, split_rows
+from sklearn_ext._fast._smo import (
+    gradient_from_alpha,
+    seed_gradient,
+    sir_alphas,
+    split_rows,
+)
 from sklearn_ext.svm._solver import PairProblem, repair_equality
 from sklearn_ext.utils._memory import check_allocation
 from sklearn_ext.utils._threads import blas_limits
@@ -30,7 +35,9 @@ ATO_MAX_STEPS = 8
 CHECKED_BLOCK_BYTES = 2**26
 
 
-def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
+def seed_pair(
+    store, previous: PairProblem, idx, y, C, *, seeding, rng, kernel_changed=False
+):
     """A feasible starting problem on rows ``idx`` from the solved ``previous``.
 
     Parameters
@@ -47,6 +54,12 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
         The strategy.
     rng : numpy.random.Generator
         Source of SIR's random replacements.
+    kernel_changed : bool, default=False
+        Whether ``store`` holds another kernel than ``previous`` was solved
+        on (a per-fold scaler: each fold its own kernel). The alphas are
+        chosen as usual (the previous fold's stay a good seed) but the
+        gradient is computed afresh from the new kernel's support-vector
+        columns, since the previous gradient belongs to the previous kernel.
 
     Returns
     -------
@@ -88,6 +101,11 @@ def seed_pair(store, previous: PairProblem, idx, y, C, *, seeding, rng):
     added = np.zeros(idx.shape[0], dtype=bool)
     added[t_new] = True
     repair_equality(alpha, y, C, prefer=added)
+    if kernel_changed:
+        G = gradient_from_alpha(
+            store.columns, idx, np.ascontiguousarray(y, dtype=np.float64), alpha
+        )
+        return PairProblem(previous.first, previous.second, idx, y, C, alpha, G)
     # Gradient of S: previous gradient plus the columns of every changed
     # point; of T: from scratch over the support vectors (no GIL, no block).
     G = seed_gradient(

@@ -10,6 +10,7 @@ gives it.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,8 +38,16 @@ from sklearn_ext.svm._warm_start import (
     seed_from_store,
     store_in_use,
 )
+from sklearn_ext.utils._hashing import content_digest
 
-__all__ = ["FitStart", "FoldStart", "PairFit", "StoreKeys", "train_pairs"]
+__all__ = [
+    "FitStart",
+    "FoldKernel",
+    "FoldStart",
+    "PairFit",
+    "StoreKeys",
+    "train_pairs",
+]
 
 #: A stored solution to start from and whether it is an exact skip.
 Found = tuple[StoredSolution, bool] | None
@@ -96,6 +105,62 @@ class StoreKeys:
                 str(params.stored_dtype(X.shape[0])),
             )
         return self.store.kernel_store(key, lambda: params.kernel_store(X, gamma))
+
+    def for_fold(self, X, gamma: float, scaling: str, params) -> StoreKeys:
+        """The keys of one fold of a per-fold scaled run (its own kernel).
+
+        The fold's kernel is fixed by the data, the kernel, the scaling
+        (``scaling``: the steps' classes and parameters) and the fold's
+        training rows; its solutions are named by a kernel fingerprint that
+        includes the scaling, so no other scaler's solutions (nor an
+        unscaled run's) ever seed it. ``X`` is the fold's scaled data,
+        ``gamma`` its resolved ``gamma``, ``params`` the problem as the fold
+        solves it (its share of the kernel budget).
+        """
+        keys = copy.copy(self)
+        keys.params = params
+        if self.store is not None:
+            keys.kernel = content_digest(
+                kernel_fingerprint(
+                    params.kernel,
+                    gamma,
+                    params.degree,
+                    params.coef0,
+                    params.class_weight,
+                    params.stored_dtype(X.shape[0]),
+                ),
+                scaling,
+            ).hex()
+        return keys
+
+    def fold_kernel(self, scaling: str, rows, build, limit: float):
+        """A scaled fold's :class:`FoldKernel`: kept by the store, or ``build()``.
+
+        The warm-start store keeps the kernels of the most recent run's folds
+        (up to ``limit`` bytes together), named by what fixes them all (the
+        data, the scaling, the kernel and its parameters as asked:
+        ``gamma="scale"`` resolves to another value in each fold) and each
+        fold's training ``rows``, so that the same folds at another ``C`` do
+        not scale the rows nor build the kernel again.
+        """
+        keep = getattr(self.store, "fold_kernel_store", None)
+        if keep is None or not self.exact:
+            return build()
+        params = self.params
+        gamma = params.gamma if isinstance(params.gamma, str) else float(params.gamma)
+        group = (
+            self.data,
+            content_digest(
+                scaling,
+                str(kernel_key(params.kernel)),
+                gamma,
+                float(params.degree),
+                float(params.coef0),
+                str(params.cache_size),
+                str(params.kernel_dtype),
+            ).hex(),
+        )
+        return keep(group, rows_fingerprint(rows), build, limit)
 
     def slot(self, rows, a, b) -> tuple:
         # A fit's problem is its data (a fold of a standard CV is a fit on other
@@ -166,6 +231,25 @@ class StoreKeys:
                     self.C, problem, tol=self.tol, trusted=self.exact
                 ),
             )
+
+
+@dataclass
+class FoldKernel:
+    """A scaled fold's data and kernel store, as the warm-start store keeps them."""
+
+    scaled: Any
+    store: KernelStore
+
+    @property
+    def nbytes(self) -> int:
+        X = self.scaled.X
+        data = X.nbytes if isinstance(X, np.ndarray) else X.data.nbytes
+        return int(self.store.nbytes + data)
+
+    @property
+    def shareable(self) -> bool:
+        """Only a full float64 matrix is read-only, hence safe to share."""
+        return self.store.columns.dense_matrix is not None
 
 
 @dataclass
@@ -298,9 +382,15 @@ class FoldStart:
         The fold-to-fold seeding.
     rng : numpy.random.Generator
         Source of SIR's random replacements.
+    kernel_changed : bool, default=False
+        Whether this fold's kernel is not the previous fold's (a per-fold
+        scaler): the seed's gradient is then computed afresh.
     """
 
-    def __init__(self, keys, kernel_store, rows, previous, seeding, rng) -> None:
+    def __init__(
+        self, keys, kernel_store, rows, previous, seeding, rng, kernel_changed=False
+    ) -> None:
+        self.kernel_changed = kernel_changed
         self.keys = keys
         self.kernel_store = kernel_store
         self.rows = rows
@@ -321,7 +411,14 @@ class FoldStart:
         if previous is not None and (found is None or not found[1]):
             # Of two seeds, start from the one with the lower dual objective.
             by_fold = seed_pair(
-                store, previous[p], idx, y, C, seeding=self.seeding, rng=self.rng
+                store,
+                previous[p],
+                idx,
+                y,
+                C,
+                seeding=self.seeding,
+                rng=self.rng,
+                kernel_changed=self.kernel_changed,
             )
             if found is None or by_fold.objective() < problem.objective():
                 problem, found = by_fold, None

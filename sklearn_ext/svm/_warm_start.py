@@ -319,7 +319,9 @@ class WarmStartStore:
         of ``C`` each).
     keep_kernel : bool, default=True
         Also keep the most recent full float64 kernel matrix, so that runs at
-        other values of ``C`` on the same data and kernel do not rebuild it.
+        other values of ``C`` on the same data and kernel do not rebuild it;
+        for a per-fold scaled pipeline, the most recent run's fold kernels
+        (see :meth:`fold_kernel_store`).
 
     Attributes
     ----------
@@ -387,6 +389,9 @@ class WarmStartStore:
         self._slots = self._slot_store()
         self._n_solutions = 0
         self._kernel: tuple | None = None
+        #: The kept kernels of the folds of a per-fold scaled run: ``(group,
+        #: {fold key: KernelStore})`` for the most recent group only.
+        self._fold_kernels: tuple | None = None
         self._warned_mismatch = False
         self.n_hits = 0
         self.n_skips = 0
@@ -413,6 +418,7 @@ class WarmStartStore:
             state["_slots"] = self._slots.items()
         del state["_lock"]
         state["_kernel"] = None
+        state["_fold_kernels"] = None
         return state
 
     def __setstate__(self, state):
@@ -422,6 +428,7 @@ class WarmStartStore:
         if "max_bytes" not in state:  # pickled before the byte bound existed
             self.max_bytes = DEFAULT_MAX_BYTES
         self.__dict__.pop("_n_bytes", None)
+        self._fold_kernels = None
         self._slots = self._slot_store()
         self._n_solutions = 0
         for slot, entry in slots.items() if isinstance(slots, dict) else slots:
@@ -579,6 +586,40 @@ class WarmStartStore:
                 self._kernel = (key, store)
         return store
 
+    def fold_kernel_store(self, group: tuple, key: str, build, limit: float):
+        """The kept kernel of one fold of a per-fold scaled run, or ``build()``.
+
+        A pipeline that scales each fold (``Pipeline([StandardScaler(),
+        SVC()])``) gives every fold its own scaled rows and kernel
+        (``build()`` makes them: an object with ``nbytes`` and
+        ``shareable``). Those of one ``group`` (the data, the scaling, the
+        kernel and its parameters: one run's folds) are kept together, by
+        fold ``key``, for the most recent group only and as long as they fit
+        in ``limit`` bytes together, so that the next run at another ``C``
+        (a search runs them in a row) reads them instead of rebuilding them.
+        A new group drops the kept ones before its first is built, so memory
+        holds one group at a time. Only shareable (read-only) ones are kept.
+        """
+        if not self.keep_kernel:
+            return build()
+        with self._lock:
+            kept = self._fold_kernels
+            if kept is not None and kept[0] == group:
+                if key in kept[1]:
+                    return kept[1][key]
+            else:
+                self._fold_kernels = (group, {})
+        value = build()
+        if not value.shareable:
+            return value
+        with self._lock:
+            kept = self._fold_kernels
+            if kept is not None and kept[0] == group:
+                held = sum(v.nbytes for v in kept[1].values())
+                if held + value.nbytes <= limit:
+                    kept[1][key] = value
+        return value
+
 
 def _slot_nbytes(entry: _Slot) -> int:
     return entry.nbytes
@@ -706,6 +747,9 @@ class WarmStartSession:
 
     def kernel_store(self, key, build):
         return self.store.kernel_store(key, build)
+
+    def fold_kernel_store(self, group, key, build, limit):
+        return self.store.fold_kernel_store(group, key, build, limit)
 
 
 def seed_from_store(
