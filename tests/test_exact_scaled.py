@@ -573,3 +573,28 @@ def test_the_statistics_key_holds_the_scaler(regression):
     assert cache.hits == 1
     ref = cross_validate(pipeline, X, y, cv=3)
     assert_allclose(clipped["test_score"], ref["test_score"], rtol=0, atol=1e-10)
+
+
+def test_routed_sample_weight_falls_back(regression):
+    """With metadata routing a pipeline's fit gets ``sample_weight`` by its
+    plain name: the exact backend reads step-prefixed names only, and says so."""
+    import sklearn
+
+    X, y = regression
+    weights = np.random.default_rng(5).uniform(0.5, 2.0, len(y))
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipeline = make_pipeline(
+            StandardScaler().set_fit_request(sample_weight=False),
+            Ridge()
+            .set_fit_request(sample_weight=True)
+            .set_score_request(sample_weight=True),
+        )
+        params = {"sample_weight": weights}
+        with pytest.warns(TreeCVFallbackWarning, match="'ridge__sample_weight'"):
+            ours = tree_cross_validate(
+                pipeline, X, y, cv=3, params=params, return_run_info=True
+            )
+        ref = cross_validate(pipeline, X, y, cv=3, params=params)
+    assert ours["backend"] == "standard"
+    assert np.all(np.isfinite(ref["test_score"]))
+    assert_allclose(ours["test_score"], ref["test_score"], rtol=0, atol=1e-12)

@@ -11,8 +11,11 @@ attributes that estimator's own ``fit`` on the fold's training rows would set.
 
 One module per learner family (:mod:`._naive_bayes`, :mod:`._least_squares`,
 :mod:`._discriminant`, :mod:`._neighbors`), each a :class:`._base._Family`;
-the chunks and groups of rows in :mod:`._layout`; the statistics cache in
-:mod:`._cache`; the backend, which runs any family, in :mod:`._backend`.
+a per-fold scaler in front of a family (``Pipeline([scaler, learner])``: the
+fold's scaler from per-chunk sums and extremes, the family's statistics
+mapped column by column) in :mod:`._scaling`; the chunks and groups of rows
+in :mod:`._layout`; the statistics cache in :mod:`._cache`; the backend,
+which runs any family, in :mod:`._backend`.
 """
 
 from sklearn_ext.model_selection._exact._backend import (
