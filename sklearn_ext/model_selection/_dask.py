@@ -495,8 +495,9 @@ class DaskTreeBackend(Backend):
     test chunk spanning blocks of several workers is scored by counting
     correct predictions on each (accuracy, exactly), or for another metric
     by moving its blocks to one worker. A worker lost during the run costs a
-    recomputation from Dask's lineage (the same scores); what cannot be
-    recomputed raises :class:`PlacementError`.
+    recomputation of its blocks from Dask's lineage and a new submission of
+    the leaves not yet scored (the same scores); what cannot be recomputed
+    raises :class:`PlacementError`.
 
     Parameters
     ----------
