@@ -311,3 +311,20 @@ def test_optuna_objective_runs_the_scaled_pipeline(cancer):
         cv=[(folds.fit_indices(s), folds.test_indices(s)) for s in range(5)],
     )
     assert trial.value == pytest.approx(reference["test_score"].mean(), abs=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "sigmoid"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernel_built_from_its_upper_half_is_exact_and_symmetric(kernel, dtype):
+    # Each fold builds its own kernel: half the GEMM, the rest mirrored.
+    from sklearn_ext.svm import KernelStore
+    from sklearn_ext.svm._kernel_store import kernel_matrix
+
+    X = np.random.RandomState(0).normal(size=(2500, 6))  # three row blocks
+    store = KernelStore(X, kernel, 0.1, 3, 0.5, 1000, dtype=dtype)
+    K = store.columns.dense_matrix
+    K = store.columns.dense32_matrix if K is None else K
+    assert np.array_equal(K, K.T)
+    reference = kernel_matrix(X, X, kernel, 0.1, 3, 0.5)
+    tolerance = 1e-12 if dtype == np.float64 else 1e-6
+    assert_allclose(K, reference, rtol=tolerance, atol=tolerance)

@@ -190,6 +190,24 @@ def _densify(X):
     return X
 
 
+#: Side of the square tiles :func:`_mirror` copies: a tile pair fits in cache,
+#: and a copy numpy makes of a tile (it cannot always prove two tiles of one
+#: array apart) stays small.
+_MIRROR_TILE = 128
+
+
+def _mirror(K: np.ndarray) -> None:
+    """Fill the lower triangle of ``K`` from its upper triangle, in place."""
+    n = K.shape[0]
+    for a in range(0, n, _MIRROR_TILE):
+        b = min(a + _MIRROR_TILE, n)
+        for c in range(0, a, _MIRROR_TILE):
+            d = min(c + _MIRROR_TILE, n)
+            K[a:b, c:d] = K[c:d, a:b].T
+        for i in range(a + 1, b):
+            K[i, a:i] = K[a:i, i]
+
+
 def _n_rows(X, rows: slice) -> int:
     return len(range(*rows.indices(X.shape[0])))
 
@@ -338,6 +356,10 @@ class KernelStore:
         """The whole matrix from dense rows: GEMM per block of rows, then one
         fused pass (kernel function, cast, finiteness check) without the GIL.
 
+        The kernel is symmetric, so each block of rows computes only its
+        columns from its own first row on (half the GEMM's work), in a
+        contiguous stretch of its own rows that is then moved into place;
+        :func:`_mirror` fills the rest, so the matrix is exactly symmetric.
         Blocks are shared out to :func:`available_threads` threads, each
         with a one-thread BLAS (two threads each running a two-thread GEMM
         would fight over the cores).
@@ -350,19 +372,29 @@ class KernelStore:
 
         def build(start: int, buffer=None) -> bool:
             stop = min(start + _BLOCK_ROWS, n)
-            out = K[start:stop]
-            dot = out if buffer is None else buffer[: stop - start]
-            np.dot(X[start:stop], X.T, out=dot)
-            return finish_kernel_block(
+            rows, width = stop - start, n - start
+            # The block's rows are contiguous in K: their first rows * width
+            # cells hold the (rows, width) upper part while it is computed.
+            out = K[start:stop].reshape(-1)[: rows * width].reshape(rows, width)
+            dot = out
+            if buffer is not None:
+                dot = buffer.reshape(-1)[: rows * width].reshape(rows, width)
+            np.dot(X[start:stop], X[start:].T, out=dot)
+            finite = finish_kernel_block(
                 dot,
                 out,
                 sq[start:stop],
-                sq,
+                sq[start:],
                 self.kernel,
                 float(self.gamma),
                 float(self.degree),
                 float(self.coef0),
             )
+            # Last row first: a row's place never overlaps an earlier row's
+            # stretch (numpy copies overlapping rows safely).
+            for r in range(rows - 1, -1, -1):
+                K[start + r, start:] = out[r]
+            return finite
 
         def build_all(chunk: list[int]) -> bool:
             buffer = None
@@ -381,6 +413,7 @@ class KernelStore:
                 finite = all(pool.map(build_all, chunks))
         if not finite:
             raise ValueError(_NOT_FINITE)
+        _mirror(K)
         return K
 
     def _set_dense(self, K, budget) -> None:
