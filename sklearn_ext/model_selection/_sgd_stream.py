@@ -18,7 +18,9 @@ number of full batches in one call, drawing each call's seeds as
 ``partial_fit`` draws them. :class:`TreeCVEstimator` uses it for every full
 batch after the first, so the tree's fold models, the refit model and a
 user's ``partial_fit`` are the same models as before, only faster; the tests
-check them against the public methods.
+check them against the public methods. A ``StandardScaler`` before a native
+learner of this package gets :class:`ScaledRowsKernel`: all the batches scaled
+in one call, then one ``partial_fit`` of the row-by-row learner.
 """
 
 from __future__ import annotations
@@ -118,6 +120,8 @@ def _learner_settings(learner) -> dict | None:
         return None
     if learner.average or learner.early_stopping or learner.penalty not in (None, "l2"):
         return None
+    if learner.verbose:
+        return None  # _plain_sgd's epoch report is left to partial_fit
     if isinstance(learner.class_weight, str):
         return None
     loss = learner._loss_function_
@@ -161,12 +165,14 @@ def batch_kernel(model) -> SGDBatchKernel | None:
         loss, an L2 penalty or none, a constant, optimal or inverse-scaling
         learning rate, no averaging, no early stopping, no ``"balanced"``
         class weights, float64 weights and an int ``random_state`` (or, for
-        a binary problem, ``None`` or a ``RandomState``); or a
-        :class:`StreamingPipeline` of a ``StandardScaler`` and such a learner.
+        a binary problem, ``None`` or a ``RandomState``), not verbose; a
+        :class:`StreamingPipeline` of a ``StandardScaler`` and such a learner;
+        or one of a ``StandardScaler`` and a native learner of this package
+        (:class:`ScaledRowsKernel`).
 
     Returns
     -------
-    kernel : SGDBatchKernel or None
+    kernel : SGDBatchKernel, ScaledRowsKernel or None
     """
     parts = _parts(model)
     if parts is None:
