@@ -19,6 +19,7 @@ from numpy.testing import assert_array_equal
 from sklearn.base import clone, is_classifier
 from sklearn.datasets import load_digits
 from sklearn.linear_model import Perceptron, SGDClassifier
+from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
@@ -28,6 +29,7 @@ from sklearn_ext import (
     PegasosClassifier,
     StreamingPipeline,
     TreeCVEstimator,
+    TreeCVSearchCV,
     TreeCVSplitter,
     tree_cross_validate,
 )
@@ -253,3 +255,30 @@ def test_a_scaled_native_regressor_and_the_tree(data):
         rows = plan.train_indices(fold)
         expected = _by_hand(pipeline, X[rows], y[rows], STREAM_BATCH_SIZE, None)
         _assert_same_model(model.estimator_, expected)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        make_pipeline(StandardScaler(), PegasosClassifier()),
+        make_pipeline(StandardScaler(), SGDClassifier(random_state=0)),
+        SGDClassifier(random_state=0),
+    ],
+    ids=repr,
+)
+def test_scored_is_returned_through_the_kernels(data, estimator):
+    # The search's refit is the same regime on all rows: its clone, fitted on
+    # each fold's training rows, scores exactly what the tree scored.
+    X, y = data
+    cv = TreeCVSplitter(5)
+    grid = {
+        f"{estimator.steps[-1][0]}__alpha"
+        if hasattr(estimator, "steps")
+        else "alpha": [
+            1e-4,
+            1e-2,
+        ]
+    }
+    search = TreeCVSearchCV(estimator, grid, cv=cv).fit(X, y)
+    again = cross_val_score(clone(search.best_estimator_), X, y, cv=cv)
+    assert search.best_score_ == again.mean()
