@@ -21,7 +21,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import Perceptron, SGDClassifier
 from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import MinMaxScaler, StandardScaler
+from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 
 from sklearn_ext import (
     LeastSquaresSGDRegressor,
@@ -101,7 +101,8 @@ def _assert_same_model(fast, slow):
 
 def _assert_same_state(a, b):
     names = ("coef_", "intercept_", "t_", "n_iter_", "mean_", "var_", "scale_")
-    names = (*names, "_state")
+    names = (*names, "_state", "min_", "data_min_", "data_max_", "data_range_")
+    names = (*names, "max_abs_")
     for name in (*names, "n_samples_seen_"):
         if hasattr(b, name):
             value = getattr(b, name)
@@ -222,6 +223,9 @@ def _scaled_native():
         make_pipeline(StandardScaler(), PegasosClassifier()),
         make_pipeline(StandardScaler(with_mean=False), LogisticSGDClassifier()),
         make_pipeline(StandardScaler(with_std=False), PegasosClassifier(alpha=0.1)),
+        make_pipeline(MinMaxScaler(), PegasosClassifier()),
+        make_pipeline(MinMaxScaler((-1, 2), clip=True), LogisticSGDClassifier()),
+        make_pipeline(MaxAbsScaler(), PegasosClassifier()),
     ]
 
 

@@ -36,6 +36,12 @@ _LEARNERS = {
     ("sklearn.linear_model._perceptron", "Perceptron"),
 }
 _SCALER = ("sklearn.preprocessing._data", "StandardScaler")
+#: Scalers before a native learner: their running state is a minimum and a
+#: maximum per feature, updated for all the batches of a call at once.
+_RANGE_SCALERS = {
+    ("sklearn.preprocessing._data", "MinMaxScaler"),
+    ("sklearn.preprocessing._data", "MaxAbsScaler"),
+}
 _MAX_INT = np.iinfo(np.int32).max
 
 
@@ -55,7 +61,7 @@ def _parts(model):
     steps = [s for _, s in model.steps if not (s is None or s == "passthrough")]
     if len(steps) == 1:
         return None, steps[0]
-    if len(steps) == 2 and _exact_class(steps[0], {_SCALER}):
+    if len(steps) == 2 and _exact_class(steps[0], {_SCALER, *_RANGE_SCALERS}):
         return steps[0], steps[1]
     return None
 
@@ -88,6 +94,63 @@ def _set_scaler(scaler, state: dict, count: float) -> None:
     if scaler.with_std:
         scaler.var_, scaler.scale_ = state["var"], state["scale"]
     scaler.n_samples_seen_ = np.float64(count)
+
+
+def _range_state(scaler) -> bool:
+    """A fitted MinMaxScaler or MaxAbsScaler on dense float64 rows."""
+    names = ("max_abs_",) if hasattr(scaler, "max_abs_") else ("data_min_", "data_max_")
+    return all(
+        isinstance(getattr(scaler, name, None), np.ndarray)
+        and getattr(scaler, name).dtype == np.float64
+        for name in names
+    )
+
+
+def _range_batches(scaler, X: np.ndarray, batch_size: int) -> np.ndarray:
+    """``partial_fit`` then ``transform`` of a MinMax/MaxAbs scaler, batch by batch.
+
+    The running minimum and maximum after each batch are cumulative minima
+    and maxima (exact), so every batch's scale is computed at once, with the
+    scaler's own operations; the scaler is left in the state of the last batch.
+    """
+    n_batches = len(X) // batch_size
+    batches = X.reshape(n_batches, batch_size, X.shape[1])
+    if hasattr(scaler, "max_abs_"):
+        seen = np.vstack([scaler.max_abs_, np.abs(batches).max(axis=1)])
+        max_abs = np.maximum.accumulate(seen, axis=0)[1:]
+        scale = _handle_zeros(max_abs)
+        scaled = batches / scale[:, None, :]
+        scaler.max_abs_, scaler.scale_ = max_abs[-1], scale[-1]
+    else:
+        low, high = scaler.feature_range
+        data_min = np.minimum.accumulate(
+            np.vstack([scaler.data_min_, batches.min(axis=1)]), axis=0
+        )[1:]
+        data_max = np.maximum.accumulate(
+            np.vstack([scaler.data_max_, batches.max(axis=1)]), axis=0
+        )[1:]
+        data_range = data_max - data_min
+        scale = (np.float64(high) - np.float64(low)) / _handle_zeros(data_range)
+        offset = np.float64(low) - data_min * scale
+        scaled = batches * scale[:, None, :]
+        scaled += offset[:, None, :]
+        if scaler.clip:
+            np.clip(scaled, low, high, out=scaled)
+        scaler.data_min_, scaler.data_max_ = data_min[-1], data_max[-1]
+        scaler.data_range_, scaler.scale_, scaler.min_ = (
+            data_range[-1],
+            scale[-1],
+            offset[-1],
+        )
+    scaler.n_samples_seen_ += n_batches * batch_size
+    return scaled.reshape(X.shape)
+
+
+def _handle_zeros(scale: np.ndarray) -> np.ndarray:
+    """scikit-learn's ``_handle_zeros_in_scale`` (near-zero scales become 1)."""
+    scale = scale.copy()
+    scale[scale < 10 * np.finfo(scale.dtype).eps] = 1.0
+    return scale
 
 
 def _scaler_state(scaler) -> bool:
@@ -178,6 +241,10 @@ def batch_kernel(model) -> SGDBatchKernel | None:
     if parts is None:
         return None
     scaler, learner = parts
+    if _exact_class(scaler, _RANGE_SCALERS):
+        if not (_streams_rows(learner) and _range_state(scaler)):
+            return None
+        return ScaledRowsKernel(scaler, learner)
     if scaler is not None and not _scaler_state(scaler):
         return None
     if _streams_rows(learner):
@@ -336,10 +403,13 @@ class ScaledRowsKernel:
         if n == 0:
             return 0
         X = np.ascontiguousarray(X[:n], dtype=np.float64)
-        scaled = np.empty_like(X)
-        state = _scaler_arrays(self.scaler)
-        count = scale_batches(X, batch_size, out=scaled, **state)
-        _set_scaler(self.scaler, state, count)
+        if _exact_class(self.scaler, _RANGE_SCALERS):
+            scaled = _range_batches(self.scaler, X, batch_size)
+        else:
+            scaled = np.empty_like(X)
+            state = _scaler_arrays(self.scaler)
+            count = scale_batches(X, batch_size, out=scaled, **state)
+            _set_scaler(self.scaler, state, count)
         self.learner.partial_fit(scaled, y[:n])
         if hasattr(stream, "n_batches_"):
             stream.n_batches_ += n // batch_size
