@@ -21,11 +21,21 @@ from sklearn.metrics import check_scoring
 
 from sklearn_ext import TreeCVSearchCV, tree_cross_validate
 
-#: Calls of the doors since the counter was last reset (one per test).
-CALLS = {"n": 0}
+#: Calls of the doors since the counters were last reset (one per test): ``n``
+#: counts constructions of the searches and calls of the functions, ``runs``
+#: the calls that run TreeCV (a search's ``fit``, a function's call).
+CALLS = {"n": 0, "runs": 0}
 
 
-class GridSearchCV(TreeCVSearchCV):
+class _Counted:
+    """Counts the ``fit`` calls of a search (where its TreeCV runs)."""
+
+    def fit(self, X, y=None, **params):
+        CALLS["runs"] += 1
+        return super().fit(X, y, **params)
+
+
+class GridSearchCV(_Counted, TreeCVSearchCV):
     """``TreeCVSearchCV`` over a grid, with ``GridSearchCV``'s signature."""
 
     def __init__(
@@ -57,7 +67,7 @@ class GridSearchCV(TreeCVSearchCV):
         )
 
 
-class RandomizedSearchCV(TreeCVSearchCV):
+class RandomizedSearchCV(_Counted, TreeCVSearchCV):
     """``TreeCVSearchCV`` over sampled candidates, with
     ``RandomizedSearchCV``'s signature."""
 
@@ -113,6 +123,7 @@ def cross_validate(
 ):
     """``tree_cross_validate`` called with ``cross_validate``'s keywords."""
     CALLS["n"] += 1
+    CALLS["runs"] += 1
     return tree_cross_validate(
         estimator,
         X,

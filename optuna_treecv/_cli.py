@@ -220,7 +220,9 @@ def _tune(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TreeCVFallbackWarning)
         backend = objective.core_.resolve(estimator).backend
-    fallback = [w for w in caught if w.category is TreeCVFallbackWarning]
+    # A learner without partial_fit falls back quietly: the core's note says why.
+    fallback = [str(w.message) for w in caught if w.category is TreeCVFallbackWarning]
+    fallback += objective.core_.notes
     said: dict = {}  # Warnings already shown, as Python's "default" action.
     _say_once([w for w in caught if w.category is not TreeCVFallbackWarning], said)
     if backend.name == "standard":
@@ -354,13 +356,13 @@ def _older_study_hint(changes: Sequence[str]) -> str:
 _FALLBACK_REASON = re.compile(r"cannot run \w+ \((.*)\); method=")
 
 
-def _fallback_reason(estimator, caught) -> str:
-    """Why no fast backend runs ``estimator``, from its fallback warning."""
+def _fallback_reason(estimator, messages: list[str]) -> str:
+    """Why no fast backend runs ``estimator``, from its fallback messages."""
     name = type(estimator).__name__
     if not hasattr(estimator, "steps"):
         return f"TreeCV cannot run {name}"
-    for w in caught:
-        match = _FALLBACK_REASON.search(str(w.message))
+    for message in messages:
+        match = _FALLBACK_REASON.search(message)
         if match:
             return f"TreeCV cannot run this pipeline: {match.group(1)}"
     return f"TreeCV cannot run this {name}"
@@ -752,6 +754,7 @@ def _cv_row(args, estimator, X, y, method, cv) -> tuple:
     """One CV run of ``cv``: backend, fold scores, rows fed, wall time, what
     was said when no fast backend runs the learner, and the regime gap."""
     from sklearn_ext.model_selection import TreeCVFallbackWarning
+    from sklearn_ext.model_selection._choice import learner_without_partial_fit
 
     tic = time.perf_counter()
     try:
@@ -771,6 +774,9 @@ def _cv_row(args, estimator, X, y, method, cv) -> tuple:
             if w.category is TreeCVFallbackWarning
             and (match := _FALLBACK_REASON.search(str(w.message)))
         ]
+        # A learner without partial_fit falls back without a warning.
+        quiet = learner_without_partial_fit(estimator)
+        reasons += [] if quiet is None else [quiet]
         why = f" ({reasons[0]})" if reasons else ""
         name = type(final_step(estimator)).__name__
         said = f"No fast backend runs {name}{why}: standard CV only."

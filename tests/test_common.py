@@ -1,4 +1,6 @@
-"""scikit-learn's estimator checks for the native learners and the SSAD detector."""
+"""scikit-learn's estimator checks for every public estimator: the native learners,
+the searches, StreamingPipeline and the SSAD detector (AlphaSeededSVC in
+tests/test_svm_common.py, TreeCVEstimator in tests/test_search.py)."""
 
 import numpy as np
 import pytest
@@ -6,11 +8,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import DataConversionWarning
+from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import shuffle
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_ext import TreeCVSearchCV, tree_cross_validate
+from sklearn_ext import StreamingPipeline, TreeCVSearchCV, tree_cross_validate
 from sklearn_ext.anomaly import SemiSupervisedAnomalyDetector
 from sklearn_ext.linear_model import (
     LeastSquaresSGDRegressor,
@@ -77,6 +80,33 @@ _SEARCH_EXPECTED = {
     ),
 )
 def test_sklearn_compatible_meta_estimator(estimator, check):
+    check(estimator)
+
+
+# scikit-learn expects the same two failures of its own Pipeline
+# (PER_ESTIMATOR_XFAIL_CHECKS): fit fits the step objects in place.
+_PIPELINE_EXPECTED = {
+    "check_dont_overwrite_parameters": (
+        "StreamingPipeline, as Pipeline, fits the estimators of its steps parameter"
+    ),
+    "check_estimators_overwrite_params": (
+        "StreamingPipeline, as Pipeline, fits the estimators of its steps parameter"
+    ),
+}
+
+
+@parametrize_with_checks(
+    [
+        StreamingPipeline(
+            [("scale", StandardScaler()), ("sgd", SGDClassifier(random_state=0))]
+        ),
+        StreamingPipeline(
+            [("scale", StandardScaler()), ("ls", LeastSquaresSGDRegressor())]
+        ),
+    ],
+    expected_failed_checks=lambda estimator: _PIPELINE_EXPECTED,
+)
+def test_sklearn_compatible_streaming_pipeline(estimator, check):
     check(estimator)
 
 

@@ -27,7 +27,6 @@ from sklearn_ext import (
     svm_c_path_cv,
     tree_cross_validate,
 )
-from sklearn_ext.model_selection import TreeCVFallbackWarning
 
 PLANS = {
     "fixed": dict(order="fixed"),
@@ -156,21 +155,32 @@ def test_engine_options_reach_the_engine_through_tree_cross_validate(cancer):
 
 
 # -- an estimator the method cannot run ----------------------------------------------
-def test_fallback_is_the_same_through_every_door():
+def test_fallback_is_the_same_through_every_door(capsys):
+    # A learner without partial_fit: every backend scores its fit, so standard
+    # CV runs without a warning (GridSearchCV gives none), noted at verbose > 0
+    # and recorded as backend="standard", through every door.
     X, y = load_iris(return_X_y=True)
     estimator = LogisticRegression(max_iter=500)
     plan = StratifiedTreeCVSplitter(5).plan(X, y)
-    message = r"TreeCV cannot run LogisticRegression \(it has no partial_fit method\)"
+    message = "TreeCV cannot run LogisticRegression (it has no partial_fit method)"
 
-    with pytest.warns(TreeCVFallbackWarning, match=message):
-        direct = tree_cross_validate(estimator, X, y, cv=plan, return_run_info=True)
-    with pytest.warns(TreeCVFallbackWarning, match=message):
-        search = TreeCVSearchCV(estimator, {"C": [1.0]}, cv=plan).fit(X, y)
-    with pytest.warns(TreeCVFallbackWarning, match=message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        direct = tree_cross_validate(
+            estimator, X, y, cv=plan, return_run_info=True, verbose=1
+        )
+        assert capsys.readouterr().out.count(message) == 1
+        search = TreeCVSearchCV(
+            estimator, {"C": [1.0, 2.0]}, cv=plan, verbose=1, return_run_info=True
+        ).fit(X, y)
+        assert capsys.readouterr().out.count(message) == 1  # once per fit
         splits, attrs = _objective_splits(
             estimator, {"C": CategoricalDistribution([1.0])}, X, y, plan
         )
+        tree_cross_validate(estimator, X, y, cv=plan)
+    assert capsys.readouterr().out == ""  # verbose=0 prints nothing
     assert direct["backend"] == attrs["backend"] == "standard"
+    assert list(search.cv_results_["backend"]) == ["standard", "standard"]
     assert_array_equal(splits, direct["test_score"])
     assert search.cv_results_["mean_test_score"][0] == direct["test_score"].mean()
     # Named explicitly, a method that cannot run the estimator refuses, everywhere.

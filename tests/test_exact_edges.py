@@ -1,6 +1,8 @@
 """The exact backend at the edges: it answers as ``fit`` and ``cross_validate`` do,
 refuses what they refuse, and keys its statistics by content (issues 30 and 35)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -461,15 +463,18 @@ def test_min_categories_arrays_are_keyed_by_all_their_values():
     assert backend.cache.misses == 2
 
 
-def test_multilabel_knn_falls_back_under_auto():
-    # Issue 30: a multilabel y was sent to the exact backend, which raised.
+def test_multilabel_knn_falls_back_under_auto(capsys):
+    # Issue 30: a multilabel y was sent to the exact backend, which raised. k-NN
+    # has no partial_fit: the fallback is a note (verbose > 0), not a warning.
     rng = np.random.default_rng(10)
     X = rng.normal(size=(60, 3))
     Y = (X[:, :2] > 0).astype(int)
-    with pytest.warns(TreeCVFallbackWarning, match=r"one-dimensional y; got y of"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
         ours = tree_cross_validate(
-            KNeighborsClassifier(3), X, Y, cv=KFold(4), return_run_info=True
+            KNeighborsClassifier(3), X, Y, cv=KFold(4), return_run_info=True, verbose=1
         )
+    assert "one-dimensional y; got y of" in capsys.readouterr().out
     ref = cross_validate(KNeighborsClassifier(3), X, Y, cv=KFold(4))
     assert ours["backend"] != "exact"
     assert_array_equal(ours["test_score"], ref["test_score"])

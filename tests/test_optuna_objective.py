@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import optuna
@@ -22,6 +23,7 @@ from sklearn.naive_bayes import GaussianNB
 
 from optuna_treecv import StudyIdentityError, TreeCVObjective, suggest_params
 from sklearn_ext import TreeCVSplitter, tree_cross_validate
+from sklearn_ext.model_selection import TreeCVFallbackWarning
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -249,9 +251,18 @@ def test_auto_falls_back_to_standard_for_fit_only_estimators(data):
     space = {"C": FloatDistribution(0.1, 10, log=True)}
     objective = TreeCVObjective(LogisticRegression(), space, X, y, cv=3)
     study = optuna.create_study(direction="maximize")
-    with pytest.warns(UserWarning, match="falls back to standard"):
+    # Every backend scores LogisticRegression.fit: no warning, the trial records
+    # the backend and the objective's core keeps the note.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
         study.optimize(objective, n_trials=1)
     assert study.trials[0].user_attrs["cv"]["backend"] == "standard"
+    assert objective.core_.notes == [
+        "TreeCV cannot run LogisticRegression (it has no partial_fit method); "
+        "method='auto' falls back to standard k-fold CV, training each fold with "
+        "fit (recorded as backend='standard'). Pass method='standard' to choose it "
+        "explicitly."
+    ]
 
 
 @pytest.mark.parametrize(

@@ -229,14 +229,17 @@ def test_a_step_that_cannot_stream_is_named(cancer, step, words):
         )
 
 
-def test_a_final_step_without_partial_fit_falls_back(cancer):
+def test_a_final_step_without_partial_fit_falls_back(cancer, capsys):
+    # As for the bare learner: every backend would score its fit, so standard CV
+    # runs it without a warning, said at verbose > 0 and recorded.
     X, y = cancer
     pipeline = make_pipeline(StandardScaler(), LogisticRegression())
-    with pytest.warns(TreeCVFallbackWarning, match="final step 'logisticregression'"):
-        assert (
-            tree_cross_validate(pipeline, X, y, cv=3, return_run_info=True)["backend"]
-            == "standard"
-        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
+        result = tree_cross_validate(pipeline, X, y, cv=3, return_run_info=True)
+        assert result["backend"] == "standard"
+        tree_cross_validate(pipeline, X, y, cv=3, verbose=1)
+    assert "final step 'logisticregression'" in capsys.readouterr().out
 
 
 def test_an_encoder_after_another_step_cannot_fix_its_categories(cancer):

@@ -1,5 +1,7 @@
 """AlphaSeededSVC, the SMO solver, the kernel store and alpha-seeded CV."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -263,19 +265,23 @@ def test_bad_data(binary_data):
         AlphaSeededSVC().fit(X, np.zeros(len(y)))
 
 
-def test_one_class_in_a_training_fold():
+def test_one_class_in_a_training_fold(capsys):
     X, y = make_classification(n_samples=40, random_state=0)
     y[:] = 0
     y[:4] = 1  # class 1 only in the first fold
     plan = FoldPlan([np.arange(0, 10), np.arange(10, 40)], n_samples=40)
     with pytest.raises(ValueError, match=r"fold 0 has no sample of class\(es\) \[1\]"):
         alpha_seeded_cv(AlphaSeededSVC(), X, y, cv=plan)
-    # method="auto" falls back to standard CV, which fits SVC with fewer classes.
-    with pytest.warns(TreeCVFallbackWarning, match=r"split 0 has no sample of"):
+    # method="auto" falls back to standard CV, which fits SVC with fewer classes:
+    # an SVM has no partial_fit, every backend scores its fit, so the fallback is
+    # a note (verbose > 0) and the recorded backend, not a warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
         auto = tree_cross_validate(
-            AlphaSeededSVC(), X, y, cv=plan, return_run_info=True
+            AlphaSeededSVC(), X, y, cv=plan, return_run_info=True, verbose=1
         )
     assert auto["backend"] == "standard"
+    assert "split 0 has no sample of" in capsys.readouterr().out
 
 
 def test_max_iter_warns(binary_data):
@@ -414,3 +420,26 @@ def test_mir_solves_the_published_system():
     b = np.concatenate([K[np.ix_(s_rows, r_rows)] @ alpha_r, [alpha_r.sum()]])
     expected = np.linalg.lstsq(A, b, rcond=None)[0]
     assert_allclose(alpha_t, np.clip(expected, 0, C), atol=1e-5)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_linear_kernel_has_coef_as_svc(sparse, n_classes):
+    # coef_ as SVC's: X @ coef_.T + intercept_ is the one-vs-one decision value,
+    # the same shape and type as SVC's, equal to SVC's to the solvers' tol.
+    X, y = make_classification(
+        n_samples=90, n_features=6, n_informative=4, n_classes=n_classes, random_state=0
+    )
+    data = sp.csr_matrix(X) if sparse else X
+    kwargs = {"kernel": "linear", "decision_function_shape": "ovo"}
+    ours = AlphaSeededSVC(**kwargs).fit(data, y)
+    theirs = SVC(**kwargs).fit(data, y)
+    assert type(ours.coef_) is type(theirs.coef_)
+    coef = ours.coef_.toarray() if sparse else ours.coef_
+    expected = theirs.coef_.toarray() if sparse else theirs.coef_
+    assert coef.shape == expected.shape == (n_classes * (n_classes - 1) // 2, 6)
+    decision = ours.decision_function(X).reshape(len(X), -1)
+    assert_allclose(X @ coef.T + ours.intercept_, decision, atol=1e-10)
+    assert_allclose(coef, expected, atol=1e-2 * np.abs(expected).max())
+    with pytest.raises(AttributeError, match="only available when using a linear"):
+        getattr(AlphaSeededSVC().fit(X, y), "coef_")  # noqa: B009

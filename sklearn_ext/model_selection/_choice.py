@@ -33,6 +33,7 @@ __all__ = [
     "backend_class",
     "choose_backend",
     "find_placement",
+    "learner_without_partial_fit",
     "resolve_backend",
 ]
 
@@ -98,10 +99,19 @@ def find_placement(X, y=None):
 class TreeCVFallbackWarning(UserWarning):
     """``method="auto"`` fell back to standard k-fold CV for an estimator.
 
-    Raised once per call site when no faster backend accepts the estimator
-    (e.g. one without ``partial_fit``): the run then trains ``k`` independent
-    models with ``fit``, recorded as ``backend="standard"``. Pass
+    Raised once per call, search ``fit`` or study when a learner with
+    ``partial_fit`` cannot be run by the tree on this call's data, parameters,
+    fit parameters or splitter (``class_weight="balanced"``, a pipeline step
+    that cannot stream, ``ShuffleSplit``...): the run then trains ``k``
+    independent models with ``fit``, recorded as ``backend="standard"``, so
+    what is scored changed (``fit``, not one pass). Pass
     ``method="standard"`` to choose that explicitly.
+
+    A learner without ``partial_fit`` (``LogisticRegression``,
+    ``DecisionTreeClassifier``, a pipeline ending in one) is not warned
+    about: every backend scores its own ``fit``, and its standard CV is
+    exactly ``cross_validate``'s (``GridSearchCV``'s). The doors print that
+    note at ``verbose > 0`` and record ``backend="standard"`` with the run.
     """
 
 
@@ -167,7 +177,9 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
         without ``break_ties``). ``"standard"`` trains ``k``
         independent models. ``"auto"`` takes ``"exact"`` where it applies,
         then ``"alpha_seeding"``, then ``"treecv"``, and otherwise falls back
-        to ``"standard"`` with a :class:`TreeCVFallbackWarning`. A
+        to ``"standard"`` (with a :class:`TreeCVFallbackWarning` for a learner
+        with ``partial_fit``; one without it, whose every backend scores its
+        ``fit``, simply runs there). A
         :class:`Backend` instance (e.g. ``AlphaSeedingBackend(seeding="mir")``)
         carries engine options.
     store : object, default=None
@@ -198,8 +210,8 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     name = choose_backend(LogisticRegression()).name
-    >>> name, caught[0].category.__name__
-    ('standard', 'TreeCVFallbackWarning')
+    >>> name, caught
+    ('standard', [])
     """
     backend = resolve_backend(estimator, method)
     if store is not None:
@@ -207,7 +219,9 @@ def choose_backend(estimator, method="auto", *, store=None) -> Backend:
     return backend
 
 
-def resolve_backend(estimator, method, X=None, y=None, *, say=None) -> Backend:
+def resolve_backend(
+    estimator, method, X=None, y=None, *, say=None, note=None
+) -> Backend:
     """The backend that runs ``estimator`` on ``X``, ``y`` for ``method``.
 
     What :func:`choose_backend` does, also asking each candidate backend's
@@ -215,7 +229,8 @@ def resolve_backend(estimator, method, X=None, y=None, *, say=None) -> Backend:
     backend that refuses it, and the fallback warning says why; a method named
     explicitly raises a ``TypeError`` with the reason. The warning goes
     through ``say`` (the run core's, which says each note once per search or
-    study) when given.
+    study) when given; the fallback of a learner without ``partial_fit``
+    goes to ``note`` (a callable taking the message), not to a warning.
     """
     owner = type(estimator).__name__
     if isinstance(method, Backend):
@@ -247,13 +262,32 @@ def resolve_backend(estimator, method, X=None, y=None, *, say=None) -> Backend:
             _refuse_named(backend, estimator, X, y, f"method={method!r}")
         refusals.append(reason)
     _cannot_run(estimator, method)
+    return _fall_back(estimator, refusals, say, note)
+
+
+def _fall_back(estimator, refusals: list[str], say, note) -> Backend:
+    """The standard backend of ``method="auto"``, with the fallback said.
+
+    A fallback changes what is scored for a learner with ``partial_fit``: the
+    tree would score one ordered pass, the standard backend scores ``fit``. It
+    is said with a :class:`TreeCVFallbackWarning`. Every backend that can run
+    a learner without ``partial_fit`` (exact statistics, alpha seeding,
+    standard) scores its own ``fit``, so only the speed changed: that is said
+    as a note (``note``: the run core's, printed by the doors at
+    ``verbose > 0``) and recorded as ``backend="standard"``, not warned about.
+    Its standard CV is exactly ``cross_validate``'s (``GridSearchCV``'s), and
+    a warning ``GridSearchCV`` does not give would break code that counts the
+    warnings of a ``fit``.
+    """
+    owner = type(estimator).__name__
+    quiet = learner_without_partial_fit(estimator)
     reason = (
         # Each engine that took the estimator says why it cannot run it here
         # (the exact backend names a pipeline's step, the tree its learner).
         "; ".join(dict.fromkeys(refusals))
         if refusals
-        else "it has no partial_fit method"
-        if not callable(getattr(estimator, "partial_fit", None))
+        else quiet
+        if quiet is not None
         else "no tree backend accepts it"
     )
     message = (
@@ -261,11 +295,36 @@ def resolve_backend(estimator, method, X=None, y=None, *, say=None) -> Backend:
         "standard k-fold CV, training each fold with fit (recorded as "
         "backend='standard'). Pass method='standard' to choose it explicitly."
     )
-    if say is None:
-        warnings.warn(message, TreeCVFallbackWarning, stacklevel=4)
+    if quiet is not None:
+        if note is not None:
+            note(message)
+    elif say is None:
+        warnings.warn(message, TreeCVFallbackWarning, stacklevel=5)
     else:
         say(lambda: warnings.warn(message, TreeCVFallbackWarning, stacklevel=2))
     return StandardBackend()
+
+
+def learner_without_partial_fit(estimator) -> str | None:
+    """Why no tree can ever run ``estimator``'s learner, or ``None``.
+
+    The learner is the estimator itself or a pipeline's final step; the reason
+    is that it has no ``partial_fit`` (``"it has no partial_fit method"``, or
+    the pipeline's final step named).
+    """
+    steps = getattr(estimator, "steps", None)
+    if isinstance(steps, list) and steps:
+        name, last = steps[-1]
+        if last is None or last == "passthrough":
+            return None
+        if callable(getattr(last, "partial_fit", None)):
+            return None
+        return (
+            f"its final step {name!r} ({type(last).__name__}) has no partial_fit method"
+        )
+    if callable(getattr(estimator, "partial_fit", None)):
+        return None
+    return "it has no partial_fit method"
 
 
 def _refuse_named(backend: Backend, estimator, X, y, asked: str) -> None:

@@ -39,6 +39,7 @@ from sklearn_ext.model_selection._backends import (
 from sklearn_ext.model_selection._choice import (
     TreeCVFallbackWarning,
     find_placement,
+    learner_without_partial_fit,
     resolve_backend,
 )
 from sklearn_ext.model_selection._gap import RegimeGap, measure_gap
@@ -262,6 +263,10 @@ class RunCore:
         #: large gap (:attr:`RegimeGap.is_large`): later runs score ``fit``.
         self.fit_instead_ = False
         self._said: set = set()
+        #: What was decided without a warning, said once each: the fallback of
+        #: a learner without ``partial_fit`` (printed by the doors at
+        #: ``verbose > 0``).
+        self.notes: list[str] = []
         self.memo: dict = {}
         if store is not None and store is not False:
             # A store the backend cannot keep is refused before any run.
@@ -313,7 +318,9 @@ class RunCore:
         """The backend of ``estimator``: the placement's, or the resolver's."""
         if self.placement is not None:
             return self.placement.backend(estimator, self.method)
-        return resolve_backend(estimator, self.method, self.X, self.y, say=self.say)
+        return resolve_backend(
+            estimator, self.method, self.X, self.y, say=self.say, note=self.note
+        )
 
     def _check_order(self) -> None:
         """Say once if the rows are fed in an order related to ``y``."""
@@ -461,7 +468,13 @@ class RunCore:
             "(recorded as backend='standard'). Pass method='standard' to choose "
             "it explicitly."
         )
-        self.say(lambda: warnings.warn(message, TreeCVFallbackWarning, stacklevel=2))
+        if learner_without_partial_fit(estimator) is not None:
+            # Every backend scores such a learner's own fit: only speed changed.
+            self.note(message)
+        else:
+            self.say(
+                lambda: warnings.warn(message, TreeCVFallbackWarning, stacklevel=2)
+            )
         return StandardBackend()
 
     def store_of(self, estimator):
@@ -633,6 +646,11 @@ class RunCore:
                 continue
             self._said.add(key)
             _warn_at_caller(w.message, w.category)
+
+    def note(self, message: str) -> None:
+        """Keep ``message`` in :attr:`notes`, once, for the doors to show."""
+        if message not in self.notes:
+            self.notes.append(message)
 
     def __getstate__(self) -> dict:
         # A worker process gets the data and decisions, not the notes and memo.

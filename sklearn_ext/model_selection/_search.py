@@ -60,11 +60,15 @@ class TreeCVSearchCV(BaseSearchCV):
     ``scoring``, ``return_train_score``, ``error_score``, ``verbose``,
     ``sample_weight`` to the scorers, metadata routing and scikit-learn's
     callbacks (``set_callbacks``, e.g. ``sklearn.callback.ProgressBar``)
-    behave as there. With ``return_run_info=True`` two kinds of columns are
-    added: ``n_samples_fed`` (rows passed to the learner per candidate) and
-    any per-candidate extras the backend reports. A splitter whose test folds
-    do not partition the samples (``ShuffleSplit``) runs by the standard
-    backend, with a :class:`TreeCVFallbackWarning`.
+    behave as there. With ``return_run_info=True`` columns are added:
+    ``n_samples_fed`` (rows passed to the learner per candidate), ``backend``
+    (the backend that ran it) and any per-candidate extras the backend
+    reports. A splitter whose test folds do not partition the samples
+    (``ShuffleSplit``) runs by the standard backend, with a
+    :class:`TreeCVFallbackWarning`. A learner without ``partial_fit`` (that
+    no exact or SVM engine takes) runs by standard CV as in ``GridSearchCV``,
+    without a warning: ``verbose > 0`` prints that note, and the ``backend``
+    column records it.
 
     **What is scored is what is returned.** The tree scores each fold's model
     after one ordered pass of ``partial_fit`` over its training rows. When the
@@ -121,8 +125,9 @@ class TreeCVSearchCV(BaseSearchCV):
         Score of a candidate whose CV raised; ``"raise"`` re-raises. A
         candidate's tree fails as a whole: every split gets this score.
     verbose : int, default=0
-        As in ``GridSearchCV``: ``>0`` the number of fits, ``>1`` one line per
-        split with the candidate's parameters, ``>2`` its scores.
+        As in ``GridSearchCV``: ``>0`` the number of fits (and the note of a
+        learner that runs by standard CV for want of ``partial_fit``), ``>1``
+        one line per split with the candidate's parameters, ``>2`` its scores.
     return_train_score : bool, default=False
         Whether to score each fold's model on its training rows too
         (``split{i}_train_score``, ``mean_train_score``, ...).
@@ -130,7 +135,8 @@ class TreeCVSearchCV(BaseSearchCV):
         As in ``GridSearchCV``, for the candidates' joblib jobs.
     return_run_info : bool, default=False
         Whether ``cv_results_`` also holds what TreeCV measured per candidate:
-        ``n_samples_fed`` (rows passed to the learner) and the backend's
+        ``n_samples_fed`` (rows passed to the learner), ``backend`` (its name,
+        e.g. ``"native_tree"`` or ``"standard"``) and the backend's
         engine extras summed per candidate (e.g. ``n_iter`` and
         ``warm_start_hits`` for ``alpha_seeding``). Off by default, so that
         ``cv_results_`` has exactly ``GridSearchCV``'s keys.
@@ -139,7 +145,8 @@ class TreeCVSearchCV(BaseSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         Per-candidate results, keys as in ``GridSearchCV`` (plus
-        ``n_samples_fed`` and the engine extras with ``return_run_info``).
+        ``n_samples_fed``, ``backend`` and the engine extras with
+        ``return_run_info``).
     best_estimator_ : estimator
         The best candidate refit on all data (if ``refit``), trained the way
         its folds were scored (see above).
@@ -479,6 +486,8 @@ class TreeCVSearchCV(BaseSearchCV):
                 core.resolve(clone(base_estimator).set_params(**clone(p, safe=False)))
                 for p in candidate_params
             ]
+            if self.verbose > 0:
+                print_notes(core, evaluate_candidates)
             order = warm_start_order(
                 self.estimator, candidate_params, store=store is not None
             )
@@ -538,7 +547,19 @@ class TreeCVSearchCV(BaseSearchCV):
 
         evaluate_candidates.out = []
         evaluate_candidates.results = {}
+        evaluate_candidates.notes_said = 0
         return evaluate_candidates
+
+
+def print_notes(core: RunCore, said) -> None:
+    """Print the run core's notes not printed yet (``said.notes_said`` counts them).
+
+    A learner without ``partial_fit`` runs by standard CV, as in
+    ``GridSearchCV``, without a warning: ``verbose > 0`` says so here.
+    """
+    for message in core.notes[said.notes_said :]:
+        print(message)
+    said.notes_said = len(core.notes)
 
 
 def _split_contexts(callback_ctx, n_candidates: int, n_splits: int) -> list:
@@ -643,8 +664,12 @@ def _first_scores(outcome: _Outcome, core: RunCore) -> dict[int, float]:
 
 
 def _columns_of(table: LeafTable, backend) -> dict[str, Any]:
-    """Per-candidate extra columns: rows fed, and the backend's summed extras."""
-    columns: dict[str, Any] = {"n_samples_fed": int(np.sum(table.n_samples_fed))}
+    """Per-candidate extra columns: rows fed, the backend's name and its
+    summed extras."""
+    columns: dict[str, Any] = {
+        "n_samples_fed": int(np.sum(table.n_samples_fed)),
+        "backend": backend.name,
+    }
     for name, value in summarize_extras(backend.extras, table.extras).items():
         columns[name] = np.nan if value is None else value
     return columns

@@ -166,9 +166,14 @@ def tree_cross_validate(
         solves the kernel SVM folds in order on one shared kernel store, each
         fold's SMO seeded from the previous fold's solution (SIR, Wen et al.,
         2017); every fold reaches LIBSVM's optimum to ``tol``. ``"auto"`` takes
-        the fastest of these that applies and falls back to ``"standard"``,
-        with a :class:`~sklearn_ext.model_selection.TreeCVFallbackWarning`, for
-        an estimator no other backend can run. A configured backend, e.g.
+        the fastest of these that applies and falls back to ``"standard"``
+        for an estimator no other backend can run: with a
+        :class:`~sklearn_ext.model_selection.TreeCVFallbackWarning` when a
+        faster backend knows the learner but not this call's data, parameters
+        or splitter; for a learner without ``partial_fit`` (and no exact or SVM
+        engine), whose standard CV is exactly ``cross_validate``'s, with a note
+        at ``verbose > 0`` and ``backend="standard"`` in the run info. A
+        configured backend, e.g.
         ``AlphaSeedingBackend(seeding="mir")``, passes engine options.
     order : {"fixed", "randomized"}, default=None
         ``"fixed"`` feeds each update's chunks in ascending chunk order;
@@ -205,7 +210,10 @@ def tree_cross_validate(
         is raised, as ``cross_validate`` does.
     verbose : int, default=0
         As in ``cross_validate``: ``> 1`` prints a ``[CV] END ...`` line per
-        split, with its scores from ``> 2``.
+        split, with its scores from ``> 2``. ``> 0`` also prints the note of a
+        learner that runs by standard CV without a warning (one without
+        ``partial_fit`` that no exact or SVM engine takes; ``backend`` in the
+        run info records it too).
     params : dict, default=None
         ``cross_validate``'s name for the fit parameters (pass these or
         ``fit_params``, not both). With metadata routing enabled they are
@@ -298,6 +306,9 @@ def tree_cross_validate(
         pre_dispatch=pre_dispatch,
     )
     resolved = core.resolve(estimator)
+    if verbose > 0:
+        for message in core.notes:  # e.g. a learner without partial_fit
+            print(message)
     tic = time.perf_counter()
     table = core.run(
         resolved, leaf_callback=leaf_callback, return_estimator=return_estimator

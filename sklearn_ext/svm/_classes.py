@@ -147,6 +147,10 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
         ``y_i * alpha_i`` laid out as in :class:`sklearn.svm.SVC`.
     intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Constants of the decision functions.
+    coef_ : {ndarray, sparse matrix} of shape (n_classes * (n_classes - 1) / 2, \
+            n_features)
+        Feature weights of the decision functions, with ``kernel="linear"``
+        only (as in :class:`sklearn.svm.SVC`; read-only).
     n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         SMO iterations of each one-vs-one problem.
     objective_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
@@ -423,6 +427,36 @@ class AlphaSeededSVC(ClassifierMixin, BaseEstimator):
             accept_large_sparse=False,
         )
         return self._ovo_from_kernel(self._kernel_to_support(X))
+
+    @property
+    def coef_(self):
+        """Weights of the features in each one-vs-one decision function.
+
+        Only with ``kernel="linear"``, as in :class:`sklearn.svm.SVC`: shape
+        ``(1, n_features)`` for two classes, ``(n_classes * (n_classes - 1) /
+        2, n_features)`` otherwise (sparse when the support vectors are), so
+        that ``X @ coef_.T + intercept_`` is the one-vs-one decision value
+        (:meth:`decision_function` for two classes, with
+        ``decision_function_shape="ovo"`` otherwise).
+        """
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        check_is_fitted(self, "dual_coef_")
+        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        coef = []
+        for a, b in pairs(self.classes_.shape[0]):
+            rows_a = slice(starts[a], starts[a + 1])
+            rows_b = slice(starts[b], starts[b + 1])
+            coef.append(
+                self.support_vectors_[rows_a].T @ self.dual_coef_[b - 1, rows_a]
+                + self.support_vectors_[rows_b].T @ self.dual_coef_[a, rows_b]
+            )
+        coef = np.vstack([np.ravel(c) for c in coef])
+        coef.flags.writeable = False  # A read-only view of the model, as in SVC.
+        if sp.issparse(self.support_vectors_):
+            coef = sp.csr_matrix(coef)
+            coef.data.flags.writeable = False
+        return coef
 
     def _ovo_from_kernel(self, K):
         """One-vs-one decision values from the kernel ``K`` to ``support_``."""
