@@ -464,21 +464,24 @@ def test_a_failing_update_is_a_failed_fit_in_every_worker(cancer, n_jobs):
         )
 
 
-def test_multilabel_knn_has_one_outcome_in_every_door():
+def test_multilabel_knn_has_one_outcome_in_every_door(capsys):
+    # k-NN has no partial_fit: the fallback is the same note (verbose > 0) and
+    # recorded backend in every door, and no warning.
     rng = np.random.default_rng(10)
     X = rng.normal(size=(80, 3))
     Y = (X[:, :2] > 0).astype(int)
     cv = KFold(4)
     reference = cross_validate(KNeighborsClassifier(3), X, Y, cv=cv)["test_score"]
     grid = {"n_neighbors": [3]}
-    with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
         direct = tree_cross_validate(
-            KNeighborsClassifier(3), X, Y, cv=cv, return_run_info=True
+            KNeighborsClassifier(3), X, Y, cv=cv, return_run_info=True, verbose=1
         )
-    with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
-        search = TreeCVSearchCV(KNeighborsClassifier(), grid, cv=cv).fit(X, Y)
-    with pytest.warns(TreeCVFallbackWarning, match="one-dimensional y"):
+        search = TreeCVSearchCV(KNeighborsClassifier(), grid, cv=cv, verbose=1)
+        search.fit(X, Y)
         value, attrs = _trial_value(KNeighborsClassifier(), X, Y, cv=cv, grid=grid)
+    assert capsys.readouterr().out.count("one-dimensional y") == 2
     assert direct["backend"] == attrs["backend"] == "standard"
     assert_array_equal(direct["test_score"], reference)
     assert_array_equal(_splits(search.cv_results_, 4), reference)

@@ -126,6 +126,7 @@ def test_run_info_adds_columns_and_nothing_else(data):
     assert [k for k in info.cv_results_ if k not in added] == list(plain.cv_results_)
     fed = TreeCVSplitter(4).plan(X).n_samples_fed()
     assert_array_equal(info.cv_results_["n_samples_fed"], [fed] * len(grid["alpha"]))
+    assert list(info.cv_results_["backend"]) == ["python_tree"] * len(grid["alpha"])
 
 
 def test_callable_scoring_returning_a_dict(data):
