@@ -385,17 +385,28 @@ def test_the_learners_sample_weight(regression, classification, learner):
     )
 
 
-def test_a_weighted_scaler_falls_back(regression):
+def _fallback_note(capsys, *args, **kwargs):
+    """``tree_cross_validate`` of a pipeline ending in a learner without
+    partial_fit that the statistics cannot run: no warning (every backend
+    scores its fit); the note printed at ``verbose=1``, and the result."""
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TreeCVFallbackWarning)
+        result = tree_cross_validate(*args, verbose=1, return_run_info=True, **kwargs)
+    note = capsys.readouterr().out
+    assert note.startswith("TreeCV cannot run Pipeline")
+    assert result["backend"] == "standard"
+    return note, result
+
+
+def test_a_weighted_scaler_falls_back(regression, capsys):
     """The scaler's own sample_weight is not taken: a named fallback (auto), an
     error naming the parameter the backend takes (method='exact')."""
     X, y = regression
     params = {"standardscaler__sample_weight": np.ones(len(y))}
     pipeline = make_pipeline(StandardScaler(), Ridge())
-    with pytest.warns(TreeCVFallbackWarning, match="'ridge__sample_weight'"):
-        result = tree_cross_validate(
-            pipeline, X, y, cv=3, params=params, return_run_info=True
-        )
-    assert result["backend"] == "standard"
+    note, result = _fallback_note(capsys, pipeline, X, y, cv=3, params=params)
+    assert "'ridge__sample_weight'" in note
     ref = cross_validate(pipeline, X, y, cv=3, params=params)
     assert_allclose(result["test_score"], ref["test_score"], rtol=0, atol=1e-12)
     with pytest.raises(
@@ -422,26 +433,21 @@ def test_a_weighted_scaler_falls_back(regression):
     ],
     ids=["pca", "two-scalers", "set-output"],
 )
-def test_a_step_the_statistics_cannot_fold_is_named(regression, pipeline, words):
+def test_a_step_the_statistics_cannot_fold_is_named(
+    regression, pipeline, words, capsys
+):
     X, y = regression
-    with pytest.warns(
-        TreeCVFallbackWarning, match="TreeCV cannot run Pipeline"
-    ) as seen:
-        result = tree_cross_validate(pipeline, X, y, cv=3, return_run_info=True)
-    assert words in str(seen[0].message)
-    assert result["backend"] == "standard"
+    note, _ = _fallback_note(capsys, pipeline, X, y, cv=3)
+    assert words in note
     with pytest.raises(TypeError, match="method='exact' cannot run Pipeline"):
         tree_cross_validate(pipeline, X, y, cv=3, method="exact")
 
 
-def test_sparse_input_falls_back(regression):
+def test_sparse_input_falls_back(regression, capsys):
     X, y = regression
     pipeline = make_pipeline(MaxAbsScaler(), Ridge())
-    with pytest.warns(TreeCVFallbackWarning, match="scales dense X only"):
-        result = tree_cross_validate(
-            pipeline, sparse.csr_matrix(X), y, cv=3, return_run_info=True
-        )
-    assert result["backend"] == "standard"
+    note, _ = _fallback_note(capsys, pipeline, sparse.csr_matrix(X), y, cv=3)
+    assert "scales dense X only" in note
 
 
 @pytest.mark.parametrize(
@@ -456,14 +462,13 @@ def test_sparse_input_falls_back(regression):
     ],
     ids=["ridge-sag", "lda-auto-shrinkage", "nested"],
 )
-def test_learners_the_statistics_cannot_express_are_not_taken(regression, pipeline):
+def test_learners_the_statistics_cannot_express_are_not_taken(
+    regression, pipeline, capsys
+):
     X, y = regression
     assert not ExactStatisticsBackend.accepts(pipeline)
-    with pytest.warns(TreeCVFallbackWarning, match="has no partial_fit method"):
-        result = tree_cross_validate(
-            pipeline, X, y > np.median(y), cv=3, return_run_info=True
-        )
-    assert result["backend"] == "standard"
+    note, _ = _fallback_note(capsys, pipeline, X, y > np.median(y), cv=3)
+    assert "has no partial_fit method" in note
 
 
 def test_auto_picks_exact_for_the_scaled_learners():
