@@ -109,7 +109,7 @@ def panel(quick: bool):
             ("SGDClassifier()", SGDClassifier(random_state=0), data, Xy),
             ("Perceptron()", Perceptron(random_state=0), data, Xy),
             (
-                "PassiveAggressive()",
+                "PassiveAggressiveClassifier()",
                 PassiveAggressiveClassifier(random_state=0),
                 data,
                 Xy,
@@ -144,10 +144,10 @@ def main() -> None:
     cv = TreeCVSplitter(10)
     print(f"load {os.getloadavg()}")
     print(
-        f"| {'learner':<26} | {'data':<13} | {'tree':>7} | {'fit':>7} | "
+        f"| {'learner':<30} | {'data':<13} | {'tree':>7} | {'fit':>7} | "
         f"{'true gap':>17} | {'reported':>17} | auto |"
     )
-    print(f"|{'-' * 28}|{'-' * 15}|{'-' * 9}|{'-' * 9}|{'-' * 19}|{'-' * 19}|------|")
+    print(f"|{'-' * 32}|{'-' * 15}|{'-' * 9}|{'-' * 9}|{'-' * 19}|{'-' * 19}|------|")
     for name, learner, data, (X, y) in panel(args.quick):
         tree = tree_cross_validate(learner, X, y, cv=cv, return_run_info=True)
         own = cross_validate(learner, X, y, cv=cv)["test_score"]
@@ -156,7 +156,7 @@ def main() -> None:
         gap = tree["regime_gap"]
         reported = f"{gap['gap']:+.4f} ± {gap['stderr'] or float('nan'):.4f}"
         print(
-            f"| {name:<26} | {data:<13} | {tree['test_score'].mean():>7.4f} | "
+            f"| {name:<30} | {data:<13} | {tree['test_score'].mean():>7.4f} | "
             f"{own.mean():>7.4f} | {diffs.mean():>+8.4f} ± {stderr:.4f} | "
             f"{reported:>17} | {'fit' if gap['large'] else 'keep':<4} |",
             flush=True,
