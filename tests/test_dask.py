@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 @pytest.fixture(scope="module")
 def dask_client():
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     )
     client = distributed.Client(cluster)
     yield client

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     )
     client = distributed.Client(cluster)
     yield client
@@ -214,7 +214,7 @@ def test_a_worker_lost_mid_run_is_recomputed(digits):
     X, y = digits
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

@@ -119,7 +119,10 @@ def test_a_plain_call_does_not_pay_for_the_gap(digits, monkeypatch):
         result = tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5)
     assert "regime_gap" not in result and not fits
     assert "Measured" not in str(caught[0].message)
-    tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=5, return_run_info=True)
+    with pytest.warns(TreeCVRegimeWarning, match="Measured on"):
+        tree_cross_validate(
+            SGDClassifier(random_state=0), X, y, cv=5, return_run_info=True
+        )
     assert fits  # asked for, it is measured
 
 

@@ -511,7 +511,7 @@ class DaskTreeBackend(Backend):
     >>> from sklearn.datasets import load_breast_cancer
     >>> from sklearn.linear_model import SGDClassifier
     >>> from sklearn_ext import tree_cross_validate
-    >>> client = Client(processes=False, n_workers=2, dashboard_address=None)
+    >>> client = Client(processes=False, n_workers=2, dashboard_address=":0")
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> dX, dy = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     >>> est = SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
