@@ -9,9 +9,10 @@ rows shuffled once):
 - ``reported``: the gap the run core measures (``regime_gap``: the learner's ``fit``
   on the first splits only, against the tree's models there) and its verdict under
   the rule of ``RegimeGap.is_large`` (``GAP_TOLERANCE``: ``fit`` better by more than
-  10 % of its score and by more than two standard errors), which is what
+  10 % of its score and beyond the 95 % t-interval of the mean paired difference),
+  which is what
   ``method="auto"`` acts on in a search or a study: ``keep`` one pass, or ``fit``
-  (score the learner's own ``fit`` for the rest of the search or study).
+  (score the learner's own ``fit`` for the whole search or study).
 
 Scores, not times: the load of the machine does not change them. Covertype and a9a
 rows need ``covtype.npz`` / ``a9a.npz`` from ``$OPTUNA_TREECV_DATA`` or the shared data

@@ -893,8 +893,9 @@ def test_real_sigint_exits_130_with_a_summary(tmp_path):
     assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_notes_are_clean_lines_and_auto_turns_to_fit(tmp_path, capsys):
-    argv = tune(tmp_path, "sgd-regressor", "diabetes", "--cv", "4",
+    argv = tune(tmp_path, "mlp", "iris", "--cv", "4",
                 "--n-trials", "2", "--pruner", "none")  # fmt: skip
     code, out, err = run(argv, capsys)
     assert code == 0, err

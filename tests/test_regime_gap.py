@@ -140,19 +140,22 @@ def diabetes():
 
 
 @pytest.mark.parametrize(
-    "fit_score, tree_score, stderr, large",
+    "splits, fit_score, tree_score, stderr, large",
     [
-        (0.95, 0.90, 0.001, False),  # 5 % of the score: told, kept
-        (0.95, 0.80, 0.001, True),  # 16 %: turned to fit
-        (0.95, 0.80, 0.1, False),  # within noise
-        (0.95, 0.96, float("nan"), False),  # the tree better
-        (-1.0, -3.0, float("nan"), True),  # scores below zero: the magnitude
+        (3, 0.95, 0.90, 0.001, False),  # 5 % of the score: told, kept
+        (3, 0.95, 0.80, 0.001, True),  # 16 %: turned to fit
+        (3, 0.95, 0.80, 0.04, False),  # within noise (t(2) = 4.3)
+        (10, 0.95, 0.80, 0.04, True),  # the same, measured on ten splits
+        (2, 0.95, 0.80, 0.02, False),  # two splits: t(1) = 12.7
+        (1, 0.95, 0.10, float("nan"), False),  # no noise measured: never
+        (3, 0.95, 0.96, 0.001, False),  # the tree better
+        (3, -1.0, -3.0, 0.1, True),  # scores below zero: the magnitude
     ],
 )
-def test_the_rule_of_a_large_gap(fit_score, tree_score, stderr, large):
+def test_the_rule_of_a_large_gap(splits, fit_score, tree_score, stderr, large):
     from sklearn_ext.model_selection._gap import RegimeGap
 
-    gap = RegimeGap("score", (0, 1, 2), fit_score, tree_score, 0.1, stderr)
+    gap = RegimeGap("score", tuple(range(splits)), fit_score, tree_score, 0.1, stderr)
     assert gap.is_large is large
     assert gap.as_dict()["large"] is large
 

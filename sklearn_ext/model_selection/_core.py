@@ -302,18 +302,6 @@ class RunCore:
             self._check_order()
         return Resolved(estimator, backend, scored, regime, store, session)
 
-    def may_turn_to_fit(self, resolved: Resolved) -> bool:
-        """Whether a gap measured on ``resolved`` could make ``"auto"`` score
-        ``fit`` instead: not measured yet, ``method="auto"``, a one-pass regime
-        that differs from the learner's own ``fit``."""
-        return (
-            not self._gap_tried
-            and self.placement is None  # no k fits of gathered data
-            and isinstance(self.method, str)
-            and self.method == "auto"
-            and not resolved.scores_own_fit
-        )
-
     def _backend(self, estimator) -> Backend:
         """The backend of ``estimator``: the placement's, or the resolver's."""
         if self.placement is not None:
@@ -356,8 +344,8 @@ class RunCore:
         at least ``min_seconds`` (a study, whose trials share the cost, passes
         0: two splits, then what a third of its first trial's time allows).
 
-        With ``act=True`` (a search or a study, measuring on its first
-        candidate or trial) and ``method="auto"``, a large gap
+        With ``act=True`` (a search, measuring on its best candidate, or a
+        study, on its first complete trial) and ``method="auto"``, a large gap
         (:attr:`RegimeGap.is_large`) turns the core to the learner's own
         ``fit``: :meth:`resolve` then returns the standard backend for every
         learner whose ``fit`` is not one pass (:attr:`fit_instead_`), and the
@@ -384,7 +372,11 @@ class RunCore:
             gap = None
         self.gap_ = gap
         self.fit_instead_ = bool(
-            act and self.method == "auto" and gap is not None and gap.is_large
+            act
+            and self.method == "auto"
+            and self.placement is None  # no k fits of data spread over workers
+            and gap is not None
+            and gap.is_large
         )
         turned = self.fit_instead_
         self.say(

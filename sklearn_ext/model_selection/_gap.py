@@ -32,8 +32,8 @@ GAP_STDERR = 0.006
 #: after three splits, 0.013 over ten).
 GAP_STDERR_SPLITS = 5
 #: ``method="auto"`` keeps one pass while the learner's own ``fit`` scores at
-#: most this share of its score better (or within two standard errors of the
-#: paired difference); beyond, a search or a study scores the learner's own
+#: most this share of its score better (or within the 95 % t-interval of the
+#: paired differences); beyond, a search or a study scores the learner's own
 #: ``fit`` instead. ``benchmarks/bench_gap_table.py`` measures the panel the
 #: rule was chosen from: linear learners lose 0-8 % of their score in one pass
 #: (told, kept), networks and ``SGDRegressor`` 15-90 % (turned to ``fit``).
@@ -77,11 +77,18 @@ class RegimeGap:
         """Whether ``fit`` is better beyond :data:`GAP_TOLERANCE` and noise.
 
         The gap counts as large when it exceeds both ``GAP_TOLERANCE`` times
-        the magnitude of ``fit_score`` and twice ``stderr`` (when known): one
-        pass is then materially and measurably worse than the learner's own
-        ``fit`` on the same folds.
+        the magnitude of ``fit_score`` and the half-width of the two-sided 95 %
+        Student-t interval of the mean paired difference (``stderr`` times the
+        t quantile with one degree of freedom fewer than the splits measured:
+        12.7 for two splits, 2.26 for ten): one pass is then materially and
+        measurably worse than the learner's own ``fit`` on the same folds. One
+        split measures no noise and is never large.
         """
-        noise = 0.0 if math.isnan(self.stderr) else 2.0 * self.stderr
+        if len(self.splits) < 2 or math.isnan(self.stderr):
+            return False
+        from scipy.stats import t
+
+        noise = float(t.ppf(0.975, len(self.splits) - 1)) * self.stderr
         return self.gap > max(GAP_TOLERANCE * abs(self.fit_score), noise)
 
     def as_dict(self) -> dict:

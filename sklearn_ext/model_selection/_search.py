@@ -36,7 +36,6 @@ from sklearn_ext.model_selection._report import (
     split_dicts,
     summarize_extras,
 )
-from sklearn_ext.model_selection._scoring import metric_names
 from sklearn_ext.model_selection._split import routed_cv
 from sklearn_ext.utils._data_scope import data_scope
 
@@ -155,8 +154,8 @@ class TreeCVSearchCV(BaseSearchCV):
         trains differently: that ``fit`` measured against the tree's models on
         the first splits (``gap``, ``fit_score``, ``tree_score``, ``splits``,
         ``metric``, ``stderr``, ``large``; see "What TreeCV scores" in the user
-        guide), of the first candidate with ``method="auto"`` (a large gap then
-        turns the search to the learner's own ``fit``), else of the best one.
+        guide), of the best candidate; with ``method="auto"`` a large gap turns
+        the search to the learner's own ``fit`` (every candidate scored again).
         Otherwise the search has ``GridSearchCV``'s attributes.
     best_score_ : float
         Mean CV score of the best candidate (not with a callable ``refit``).
@@ -357,34 +356,16 @@ class TreeCVSearchCV(BaseSearchCV):
         ).call_on_fit_task_begin(estimator=self, X=X, y=y, metadata=metadata)
         core = self._core(X, y, routed)
         self.n_splits_ = core.plan.n_splits
-        runs: list[Resolved] = []
-        evaluate_candidates = self._candidate_evaluator(core, runs)
-        # The data does not change during one fit: it is hashed once.
-        with data_scope(core.memo):
-            tic = time.perf_counter()
-            if "callback_ctx" in signature(self._run_search).parameters:
-                self._run_search(evaluate_candidates, callback_ctx=root_ctx)
-            else:  # a subclass's own _run_search
-                self._run_search(evaluate_candidates)
-            spent = time.perf_counter() - tic
-        results = evaluate_candidates.results
-        all_out = evaluate_candidates.out
-        self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
-        if callable(self.scoring) and self.multimetric_:
-            self._check_refit_for_multimetric(all_out[0]["test_scores"])
-            refit_metric = self.refit
-
-        if self.refit or not self.multimetric_:
-            self.best_index_ = int(
-                self._select_best_index(self.refit, refit_metric, results)
-            )
-            if not callable(self.refit):
-                self.best_score_ = results[f"mean_test_{refit_metric}"][
-                    self.best_index_
-                ]
-            self.best_params_ = results["params"][self.best_index_]
-
+        runs, results, out, spent = self._search(core, root_ctx)
+        refit_metric = self._pick_best(results, out, refit_metric)
         gap = self._note_regime(core, runs, results, refit_metric, spent)
+        if core.fit_instead_:
+            # One pass was far from the learner's fit on the best candidate:
+            # "auto" scores every candidate by that fit (the gap is kept).
+            # (scikit-learn's callbacks saw the search once: the one task
+            # their context holds.)
+            runs, results, out, _ = self._search(core, None)
+            refit_metric = self._pick_best(results, out, refit_metric)
         if gap is not None:  # GridSearchCV's attributes, and this one when measured
             self.regime_gap_ = gap.as_dict()
         if self.refit:
@@ -398,11 +379,44 @@ class TreeCVSearchCV(BaseSearchCV):
         root_ctx.call_on_fit_task_end(estimator=self, X=X, y=y, metadata=metadata)
         return self
 
+    def _search(self, core: RunCore, root_ctx):
+        """Run ``_run_search`` on ``core``: the runs, ``cv_results_``, the
+        ``_fit_and_score``-style dicts and the seconds it took."""
+        runs: list[Resolved] = []
+        evaluate_candidates = self._candidate_evaluator(core, runs)
+        # The data does not change during one fit: it is hashed once.
+        with data_scope(core.memo):
+            tic = time.perf_counter()
+            if (
+                root_ctx is not None
+                and "callback_ctx" in signature(self._run_search).parameters
+            ):
+                self._run_search(evaluate_candidates, callback_ctx=root_ctx)
+            else:  # a subclass's own _run_search
+                self._run_search(evaluate_candidates)
+            spent = time.perf_counter() - tic
+        return runs, evaluate_candidates.results, evaluate_candidates.out, spent
+
+    def _pick_best(self, results, all_out, refit_metric):
+        """``GridSearchCV``'s choice of the best candidate; the refit metric."""
+        self.multimetric_ = isinstance(all_out[0]["test_scores"], dict)
+        if callable(self.scoring) and self.multimetric_:
+            self._check_refit_for_multimetric(all_out[0]["test_scores"])
+            refit_metric = self.refit
+        if self.refit or not self.multimetric_:
+            self.best_index_ = int(
+                self._select_best_index(self.refit, refit_metric, results)
+            )
+            if not callable(self.refit):
+                self.best_score_ = results[f"mean_test_{refit_metric}"][
+                    self.best_index_
+                ]
+            self.best_params_ = results["params"][self.best_index_]
+        return refit_metric
+
     def _note_regime(self, core: RunCore, runs, results, refit_metric, spent):
-        """The regime gap: measured on the first candidate when ``"auto"`` may
-        act on it, else here, on the best candidate (or the first)."""
-        if core.gap_ is not None:
-            return core.gap_
+        """The regime gap of the best candidate (or the first); with
+        ``method="auto"`` a large one turns ``core`` to the learner's fit."""
         index = getattr(self, "best_index_", 0)
         metric = refit_metric if isinstance(refit_metric, str) else "score"
         key = f"split{{}}_test_{metric}"
@@ -411,7 +425,7 @@ class TreeCVSearchCV(BaseSearchCV):
         scores = {
             i: float(results[key.format(i)][index]) for i in range(core.plan.n_splits)
         }
-        return core.note_regime(runs[index], scores, spent)
+        return core.note_regime(runs[index], scores, spent, act=True)
 
     def _core(self, X, y, routed) -> RunCore:
         """The run core of one ``fit``: data, plan, scorers and parameters."""
@@ -508,20 +522,7 @@ class TreeCVSearchCV(BaseSearchCV):
                 )
 
             outcomes: list[Any] = [None] * n_candidates
-            if order and core.may_turn_to_fit(resolved[order[0]]):
-                # The regime gap, measured on the first candidate before the
-                # others run: a large one turns "auto" to the learner's fit.
-                first = order[0]
-                tic = time.perf_counter()
-                (outcomes[first],) = run([first])
-                spent = time.perf_counter() - tic
-                scores = _first_scores(outcomes[first], core)
-                core.note_regime(resolved[first], scores, spent, act=True)
-                if core.fit_instead_:
-                    resolved = [core.resolve(r.estimator) for r in resolved]
-                    outcomes[first] = None
-            todo = [i for i in order if outcomes[i] is None]
-            for i, outcome in zip(todo, run(todo), strict=True):
+            for i, outcome in zip(order, run(order), strict=True):
                 outcomes[i] = outcome
             if not outcomes:
                 raise ValueError(
@@ -651,16 +652,6 @@ def _evaluate_candidate(
     splits = split_dicts(table, core)
     print_splits(verbose, parameters, progress, splits)
     return _Outcome(splits, _columns_of(table, resolved.backend))
-
-
-def _first_scores(outcome: _Outcome, core: RunCore) -> dict[int, float]:
-    """Split index -> the score of the first metric, of one candidate's run."""
-    name = metric_names(core.scoring)[0]
-    scores = {}
-    for i, split in enumerate(outcome.splits):
-        value = split["test_scores"]
-        scores[i] = float(value[name] if isinstance(value, dict) else value)
-    return scores
 
 
 def _columns_of(table: LeafTable, backend) -> dict[str, Any]:
