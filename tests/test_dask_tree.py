@@ -241,12 +241,19 @@ def test_a_worker_lost_mid_run_is_recomputed(digits):
     assert_array_equal(result["test_score"], memory["test_score"])
 
 
-def test_lost_data_is_a_clear_error(client, digits):
+def test_lost_data_is_a_clear_error(digits):
     # A block whose future was cancelled is gone for good: no score, an error.
+    # A cluster of its own: the forced cancel must not reach the module's client.
     X, y = digits
-    dX, dy = blocked(X, y, 4)
-    dX, dy = client.persist(dX), client.persist(dy)
-    distributed.wait([dX, dy])
-    client.cancel(distributed.futures_of(dX)[:1], force=True)
-    with pytest.raises(PlacementError, match="lost work of this run"):
-        tree_cross_validate(one_pass_sgd(), dX, dy, cv=4)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        dX, dy = blocked(X, y, 4)
+        dX, dy = client.persist(dX), client.persist(dy)
+        distributed.wait([dX, dy])
+        client.cancel(distributed.futures_of(dX)[:1], force=True)
+        with pytest.raises(PlacementError, match="lost work of this run"):
+            tree_cross_validate(one_pass_sgd(), dX, dy, cv=4)
