@@ -372,11 +372,7 @@ class RunCore:
             gap = None
         self.gap_ = gap
         self.fit_instead_ = bool(
-            act
-            and self.method == "auto"
-            and self.placement is None  # no k fits of data spread over workers
-            and gap is not None
-            and gap.is_large
+            act and self.method == "auto" and gap is not None and gap.is_large
         )
         turned = self.fit_instead_
         self.say(

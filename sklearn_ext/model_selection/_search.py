@@ -506,23 +506,20 @@ class TreeCVSearchCV(BaseSearchCV):
                 self.estimator, candidate_params, store=store is not None
             )
             contexts = _split_contexts(callback_ctx, n_candidates, n_splits)
-
-            def run(indices: list[int]) -> list[_Outcome]:
-                return parallel(
-                    delayed(_evaluate_candidate)(
-                        core,
-                        resolved[i],
-                        candidate_params[i],
-                        (i, n_candidates),
-                        self.verbose,
-                        contexts[i],
-                        self,
-                    )
-                    for i in indices
+            ran = parallel(
+                delayed(_evaluate_candidate)(
+                    core,
+                    resolved[i],
+                    candidate_params[i],
+                    (i, n_candidates),
+                    self.verbose,
+                    contexts[i],
+                    self,
                 )
-
+                for i in order
+            )
             outcomes: list[Any] = [None] * n_candidates
-            for i, outcome in zip(order, run(order), strict=True):
+            for i, outcome in zip(order, ran, strict=True):
                 outcomes[i] = outcome
             if not outcomes:
                 raise ValueError(
