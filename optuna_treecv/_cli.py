@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -223,8 +224,8 @@ def _tune(args) -> int:
     # A learner without partial_fit falls back quietly: the core's note says why.
     fallback = [str(w.message) for w in caught if w.category is TreeCVFallbackWarning]
     fallback += objective.core_.notes
-    said: dict = {}  # Warnings already shown, as Python's "default" action.
-    _say_once([w for w in caught if w.category is not TreeCVFallbackWarning], said)
+    said = _Notes()  # The user's warning filters, taken before any trial.
+    said.say([w for w in caught if w.category is not TreeCVFallbackWarning])
     if backend.name == "standard":
         why = _fallback_reason(estimator, fallback) if fallback else None
         method = f"standard {args.cv}-fold CV ({why or '--backend standard'})"
@@ -250,7 +251,7 @@ def _tune(args) -> int:
             errors.append(" ".join(str(exc).split()))
             raise
         finally:
-            _say_once(caught, said)
+            said.say(caught)
 
     tic = time.perf_counter()
     with warnings.catch_warnings():
@@ -376,27 +377,61 @@ _CLI_WORDS = {
 }
 
 
-def _say_once(caught, said: dict) -> None:
-    """Show each distinct warning of the trials once, as one clean line.
+class _Notes:
+    """Show each distinct warning of a run once, as one clean line.
 
     Python's own "default"/"once" bookkeeping resets whenever a library
     touches the warning filters, so a note such as TreeCVRegimeWarning would
-    be repeated for every trial. Each is printed as one line on stderr, above
-    the progress bar: ``note:`` for TreeCV's own notes (with the command
-    line's flags for the library's parameters), ``warning (Category):`` for
-    others, without the file and line a Python warning shows.
+    be repeated for every trial; the trials therefore record every warning,
+    and this says each once, on stderr above the progress bar: ``note:`` for
+    TreeCV's own notes (with the command line's flags for the library's
+    parameters), ``warning (Category):`` for others, without the file and
+    line a Python warning shows. The user's filters (``-W``,
+    ``PYTHONWARNINGS``), as they stood when the run began, still decide:
+    a warning they ignore is not shown.
     """
-    for w in caught:
-        key = (str(w.message), w.category)
-        if key in said:
-            continue
-        said[key] = True
-        text = " ".join(str(w.message).split())
-        for words, flag in _CLI_WORDS.items():
-            text = text.replace(words, flag)
-        ours = w.category.__module__.split(".")[0] == "sklearn_ext"
-        head = "note" if ours else f"warning ({w.category.__name__})"
-        _print_above_bar(f"{head}: {text}")
+
+    def __init__(self) -> None:
+        self.filters = list(warnings.filters)
+        self.said: set = set()
+
+    def say(self, caught) -> None:
+        """Print each warning of ``caught`` not said before and not ignored."""
+        for w in caught:
+            key = (str(w.message), w.category)
+            if key in self.said or self.ignored(w):
+                continue
+            self.said.add(key)
+            text = " ".join(str(w.message).split())
+            for words, flag in _CLI_WORDS.items():
+                text = text.replace(words, flag)
+            ours = w.category.__module__.split(".")[0] == "sklearn_ext"
+            head = "note" if ours else f"warning ({w.category.__name__})"
+            _print_above_bar(f"{head}: {text}")
+
+    def ignored(self, w) -> bool:
+        """Whether the first of the user's filters that matches ``w`` ignores it."""
+        text = str(w.message)
+        module = _module_name(w.filename)
+        for action, message, category, mod, lineno in self.filters:
+            if (
+                (message is None or message.match(text))
+                and issubclass(w.category, category)
+                and (mod is None or mod.match(module))
+                and lineno in (0, w.lineno)
+            ):
+                return action == "ignore"
+        return False
+
+
+def _module_name(filename: str) -> str:
+    """The dotted module name of ``filename``, as a warning filter matches it."""
+    path = os.path.abspath(filename)
+    roots = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    inside = [root for root in roots if path.startswith(root + os.sep)]
+    relative = os.path.relpath(path, max(inside, key=len)) if inside else path
+    name = relative.removesuffix(".py").replace(os.sep, ".")
+    return name.removesuffix(".__init__")
 
 
 def _print_above_bar(line: str) -> None:

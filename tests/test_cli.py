@@ -16,7 +16,7 @@ from sklearn.datasets import dump_svmlight_file, load_iris
 from optuna_treecv._cli import main
 from optuna_treecv._data import load_dataset
 from optuna_treecv._learners import LEARNERS, make_learner
-from sklearn_ext.model_selection import choose_backend
+from sklearn_ext.model_selection import TreeCVRegimeWarning, choose_backend
 
 # Most runs tune SGDClassifier or MLPClassifier through the tree on purpose: their
 # regime note is expected (test_a_whole_run_says_the_regime_note_once checks it).
@@ -893,14 +893,49 @@ def test_real_sigint_exits_130_with_a_summary(tmp_path):
     assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
 
 
+def run_noting(argv, capsys):
+    """``run`` with TreeCV's regime notes shown (this module ignores them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", TreeCVRegimeWarning)
+        return run(argv, capsys)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_notes_are_clean_lines_and_auto_turns_to_fit(tmp_path, capsys):
     argv = tune(tmp_path, "mlp", "iris", "--cv", "4",
                 "--n-trials", "2", "--pruner", "none")  # fmt: skip
-    code, out, err = run(argv, capsys)
+    code, out, err = run_noting(argv, capsys)
     assert code == 0, err
     notes = [line for line in err.splitlines() if line.startswith("note: ")]
     assert len(notes) == 1 and "--backend auto therefore scores" in notes[0]
     assert "method=" not in err and "Warning:" not in err and ".py:" not in err
     assert "so --backend auto scored the learner's own fit" in out
     assert "backend standard)" in out  # the best trial's backend
+
+
+@pytest.mark.parametrize(
+    "ignore",
+    [
+        {},  # -W ignore
+        {"category": TreeCVRegimeWarning},  # -W ignore::...TreeCVRegimeWarning
+        {"message": "TreeCV scores"},  # -W "ignore:TreeCV scores"
+    ],
+)
+def test_notes_honour_the_users_warning_filters(tmp_path, capsys, ignore):
+    argv = tune(tmp_path, "sgd", "digits", "--cv", "3", "--n-trials", "2")
+    code, out, err = run_noting(argv, capsys)
+    assert code == 0 and "note: TreeCV scores" in err, err  # said by default
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", TreeCVRegimeWarning)
+        warnings.filterwarnings("ignore", **ignore)
+        code, out, err = run(tune(tmp_path, *argv[1:7], name="t"), capsys)
+    assert code == 0, err
+    assert "note: TreeCV scores" not in err, err
+
+
+def test_a_module_filter_matches_the_module_python_names():
+    import sklearn_ext
+    from optuna_treecv import _cli
+
+    assert _cli._module_name(_cli.__file__) == "optuna_treecv._cli"
+    assert _cli._module_name(sklearn_ext.__file__) == "sklearn_ext"
