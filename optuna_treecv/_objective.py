@@ -35,6 +35,7 @@ from sklearn_ext.model_selection import Backend, FoldPlan
 from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._core import Resolved, RunCore
+from sklearn_ext.model_selection._regime import FIT_ONLY_PARAMS
 from sklearn_ext.model_selection._report import summarize_extras
 
 if TYPE_CHECKING:
@@ -700,16 +701,6 @@ def _check_arguments(backend, report, scoring, fit_params) -> None:
         )
 
 
-#: Parameters of ``fit`` that one pass of ``partial_fit`` does not use.
-_FIT_ONLY = (
-    "max_iter",
-    "tol",
-    "early_stopping",
-    "n_iter_no_change",
-    "validation_fraction",
-)
-
-
 def _regime_record(estimator, turned_to_fit: bool) -> dict:
     """The study attribute ``treecv_regime``: what the trials scored.
 
@@ -720,7 +711,9 @@ def _regime_record(estimator, turned_to_fit: bool) -> dict:
     if turned_to_fit:
         return {"scored": "fit", "why": "one pass was far from fit (regime_gap)"}
     params = estimator.get_params(deep=True)
-    unused = sorted(name for name in params if name.rsplit("__", 1)[-1] in _FIT_ONLY)
+    unused = sorted(
+        name for name in params if name.rsplit("__", 1)[-1] in FIT_ONLY_PARAMS
+    )
     return {"scored": "one_pass", "unused_by_one_pass": unused}
 
 

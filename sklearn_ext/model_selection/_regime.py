@@ -149,7 +149,21 @@ def _stream_wrapper(estimator, classes, X) -> TreeCVEstimator:
     )
 
 
+#: The parameters only ``fit`` uses: one pass of ``partial_fit`` ignores them
+#: (the number of passes, the convergence test, early stopping's held-out
+#: rows). Where one pass is scored, a recorded ``max_iter=1000`` is not 1000
+#: passes: a study's ``treecv_regime`` attribute names these parameters.
+FIT_ONLY_PARAMS = (
+    "max_iter",
+    "tol",
+    "early_stopping",
+    "n_iter_no_change",
+    "validation_fraction",
+)
+
+
 def _fit_differences(estimator) -> str:
+    """What ``estimator.fit`` does that one ordered pass does not, in words."""
     if isinstance(estimator, Pipeline):
         return "fits each step on all rows before the next"
     params = estimator.get_params(deep=False)
