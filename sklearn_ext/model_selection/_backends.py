@@ -89,6 +89,20 @@ class LeafResult:
     fit_error : str or None
         The traceback of the fit that failed for this fold (its scores are
         then ``error_score``), as ``cross_validate`` records failed fits.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_ext.linear_model import PegasosClassifier
+    >>> from sklearn_ext.model_selection import tree_cross_validate
+    >>> X, y = load_digits(return_X_y=True)
+    >>> leaves = []
+    >>> _ = tree_cross_validate(
+    ...     PegasosClassifier(random_state=0), X, y, cv=4, leaf_callback=leaves.append
+    ... )
+    >>> leaf = leaves[0]
+    >>> leaf.split, sorted(leaf.scores), leaf.n_samples_fed
+    (0, ['score'], 1347)
     """
 
     split: int
@@ -114,6 +128,27 @@ class LeafTable(Sequence):
     A sequence of :class:`LeafResult` built on access, so that leave-one-out
     on half a million rows need not build half a million objects. Rows may come
     in any order; :meth:`by_split` sorts them by split index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.model_selection import (
+    ...     CVTask, FoldPlan, LeafTable, PythonTreeBackend
+    ... )
+    >>> X = np.arange(16.0).reshape(8, 2)
+    >>> y = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+    >>> task = CVTask(
+    ...     estimator=SGDClassifier(max_iter=1, tol=None, shuffle=False),
+    ...     X=X, y=y, plan=FoldPlan([[0, 1], [2, 3], [4, 5], [6, 7]], n_samples=8),
+    ...     scorer=lambda model, X, y: {"score": model.score(X, y)},
+    ...     classes=np.array([0, 1]),
+    ... )
+    >>> table = PythonTreeBackend().run(task)
+    >>> isinstance(table, LeafTable), len(table)
+    (True, 4)
+    >>> table.by_split().split, int(table.n_samples_fed.sum())
+    (array([0, 1, 2, 3]), 16)
     """
 
     split: np.ndarray
@@ -224,6 +259,27 @@ class CVTask:
     ``y`` is an ndarray or ``None``. Built by the run core
     (:class:`~sklearn_ext.model_selection._core.RunCore`), which decides the
     scorer, the native metric, the classes and the stores once.
+
+    Examples
+    --------
+    A backend run by hand on a four-fold plan of eight rows (the doors build
+    the task themselves):
+
+    >>> import numpy as np
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.model_selection import CVTask, FoldPlan, PythonTreeBackend
+    >>> task = CVTask(
+    ...     estimator=SGDClassifier(max_iter=1, tol=None, shuffle=False),
+    ...     X=np.arange(16.0).reshape(8, 2),
+    ...     y=np.array([0, 0, 1, 1, 0, 0, 1, 1]),
+    ...     plan=FoldPlan([[0, 1], [2, 3], [4, 5], [6, 7]], n_samples=8),
+    ...     scorer=lambda model, X, y: {"score": model.score(X, y)},
+    ...     classes=np.array([0, 1]),
+    ... )
+    >>> task.plan.test_indices(0)
+    array([0, 1])
+    >>> len(PythonTreeBackend().run(task))
+    4
     """
 
     estimator: Any
@@ -358,6 +414,17 @@ class Backend(ABC):
     and may take engine options in ``__init__`` (a configured instance can be
     passed as ``method`` wherever a method name is accepted). See
     ``docs/architecture.md`` for the contract and how to add a backend.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.linear_model import PegasosClassifier
+    >>> from sklearn_ext.model_selection import Backend, choose_backend
+    >>> backend = choose_backend(PegasosClassifier())
+    >>> backend, isinstance(backend, Backend), backend.scores
+    (NativeTreeBackend(), True, 'one_pass')
+    >>> backend.accepts(SGDClassifier())
+    False
     """
 
     #: Name recorded in the results (``"backend"``).
@@ -801,6 +868,18 @@ class StandardBackend(Backend):
     training rows (a purged K-fold's) are honoured as given. A fold whose fit
     fails is scored ``task.error_score`` with its traceback, as in
     ``cross_validate``, unless that is ``"raise"``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn_ext.model_selection import StandardBackend, tree_cross_validate
+    >>> X, y = load_digits(return_X_y=True)
+    >>> result = tree_cross_validate(
+    ...     Ridge(), X, y, cv=3, method=StandardBackend(), return_run_info=True
+    ... )
+    >>> result["backend"], result["test_score"].round(3)
+    ('standard', array([0.523, 0.568, 0.428]))
     """
 
     name = "standard"

@@ -112,6 +112,24 @@ class TreeCVFallbackWarning(UserWarning):
     about: every backend scores its own ``fit``, and its standard CV is
     exactly ``cross_validate``'s (``GridSearchCV``'s). The doors print that
     note at ``verbose > 0`` and record ``backend="standard"`` with the run.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.model_selection import (
+    ...     TreeCVFallbackWarning, tree_cross_validate
+    ... )
+    >>> X, y = load_digits(return_X_y=True)
+    >>> learner = SGDClassifier(max_iter=1, tol=None, class_weight="balanced")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", TreeCVFallbackWarning)
+    ...     result = tree_cross_validate(learner, X, y, cv=3, return_run_info=True)
+    >>> result["backend"]
+    'standard'
+    >>> any(w.category is TreeCVFallbackWarning for w in caught)
+    True
     """
 
 

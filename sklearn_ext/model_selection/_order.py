@@ -40,6 +40,23 @@ class TreeCVOrderWarning(UserWarning):
     splitter keeps each chunk's rows in their stored order, and
     ``order="randomized"`` still feeds each fold's neighbouring chunks last
     (``benchmarks/bench_file_order.py`` measures both).
+
+    Examples
+    --------
+    Rows stored by class are fed so:
+
+    >>> import warnings
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_ext.linear_model import PegasosClassifier
+    >>> from sklearn_ext.model_selection import TreeCVOrderWarning, tree_cross_validate
+    >>> X, y = load_digits(return_X_y=True)
+    >>> by_class = np.argsort(y, kind="stable")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", TreeCVOrderWarning)
+    ...     _ = tree_cross_validate(PegasosClassifier(), X[by_class], y[by_class])
+    >>> [w.category.__name__ for w in caught if w.category is TreeCVOrderWarning]
+    ['TreeCVOrderWarning']
     """
 
 

@@ -41,6 +41,21 @@ class TreeCVRegimeWarning(UserWarning):
     Raised once per message (Python's default warning filter) when the
     learner's own ``fit`` would train differently; pass ``method="standard"`` to
     score that ``fit`` instead.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn_ext.model_selection import (
+    ...     TreeCVRegimeWarning, tree_cross_validate
+    ... )
+    >>> X, y = load_digits(return_X_y=True)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", TreeCVRegimeWarning)
+    ...     _ = tree_cross_validate(SGDClassifier(random_state=0), X, y, cv=3)
+    >>> [str(w.message)[:45] for w in caught if w.category is TreeCVRegimeWarning]
+    ['TreeCV scores SGDClassifier after one ordered']
     """
 
 
@@ -84,6 +99,31 @@ def fit_is_one_pass(estimator) -> bool:
 
     Then the fold models TreeCV scores are ``fit`` on the fold's training rows
     and the estimator itself reproduces the scored regime.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        A learner, a :class:`TreeCVEstimator` or a pipeline.
+
+    Returns
+    -------
+    one_pass : bool
+        True for naive Bayes, a :class:`TreeCVEstimator`, scikit-learn's SGD
+        family and the native learners with ``max_iter=1`` and no shuffling or
+        early stopping, and a pipeline of steps that learn nothing from rows
+        ending in one of those.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> from sklearn_ext.model_selection import fit_is_one_pass
+    >>> fit_is_one_pass(SGDClassifier())  # up to 1000 shuffled epochs
+    False
+    >>> fit_is_one_pass(SGDClassifier(max_iter=1, tol=None, shuffle=False))
+    True
+    >>> fit_is_one_pass(GaussianNB())
+    True
     """
     if isinstance(estimator, TreeCVEstimator) or _is_naive_bayes(estimator):
         return True
