@@ -16,6 +16,7 @@ _PUBLIC = {
     "AlphaSeededSVC": "sklearn_ext.svm",
     "FoldPlan": "sklearn_ext.model_selection",
     "LeafResult": "sklearn_ext.model_selection",
+    "LevelEstimate": "sklearn_ext.model_selection",
     "LeastSquaresSGDRegressor": "sklearn_ext.linear_model",
     "LogisticSGDClassifier": "sklearn_ext.linear_model",
     "PegasosClassifier": "sklearn_ext.linear_model",

@@ -24,6 +24,7 @@ from sklearn_ext.model_selection._exact import (
     StatisticsCache,
     exact_learners,
 )
+from sklearn_ext.model_selection._levels import LevelEstimate
 from sklearn_ext.model_selection._order import TreeCVOrderWarning
 from sklearn_ext.model_selection._placement import PlacementError, block_fold_plan
 from sklearn_ext.model_selection._plan import FoldPlan
@@ -47,6 +48,7 @@ __all__ = [
     "FoldPlan",
     "LeafResult",
     "LeafTable",
+    "LevelEstimate",
     "NativeTreeBackend",
     "PlacementError",
     "PrefixCache",

@@ -452,6 +452,10 @@ class Backend(ABC):
     #: test fold; the others are refused such plans (``check_training_rows``).
     own_training_rows: ClassVar[bool] = False
 
+    #: Whether :meth:`run_levels` walks the tree level by level, a generator of
+    #: ``LevelEstimate`` (:mod:`._levels`); :meth:`RunCore.run_levels` is the door.
+    supports_levels: ClassVar[bool] = False
+
     #: The store handed to the estimator's ``warm_start_store`` (see
     #: :meth:`with_store`), or None.
     store = None
@@ -627,11 +631,19 @@ class _TreeRun:
         meter.n_samples_fed += _n_rows(key)
         learner.fitted = True
 
-    def score(self, model, leaf: int) -> tuple[dict[str, float], float]:
-        if not self.own_scoring:
+    def score(self, model, leaf: int, end: int | None = None):
+        """Scores of ``model`` on chunks ``leaf .. end`` (``end``: a level's node)."""
+        if end is not None and end != leaf:
+            if not self.own_scoring:  # the test metrics of the node's rows
+                tic = time.perf_counter()
+                rows = self.plan.chunk_rows(leaf, end)
+                scores = self.task._scores(model, rows, None)
+                return scores, time.perf_counter() - tic
+        elif not self.own_scoring:
             return self.task.score(model, leaf)
+        end = leaf if end is None else end
         tic = time.perf_counter()
-        key = slice(int(self.bounds[leaf]), int(self.bounds[leaf + 1]))
+        key = slice(int(self.bounds[leaf]), int(self.bounds[end + 1]))
         X = _take(self.X, key)
         y = None if self.y is None else self.y[key]
         scores = None
@@ -818,6 +830,16 @@ class PythonTreeBackend(Backend):
                 (leaf for leaves in subtrees for leaf in leaves),
                 outputs=subtrees,
             )
+
+    supports_levels = True
+
+    def run_levels(self, task: CVTask):
+        """The tree breadth first: one ``LevelEstimate`` per level (one worker)."""
+        from sklearn_ext.model_selection._levels import TreeLevels, walk_levels
+
+        root = _Learner(_estimator(self, task))
+        levels = TreeLevels(_TreeRun(task, self.shortcuts), root, _flush)
+        return walk_levels(task.plan, levels, task.names, LeafTable.from_leaves)
 
     def __repr__(self) -> str:
         return (

@@ -15,9 +15,11 @@ candidate's backend (once), :meth:`RunCore.run` runs it and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from traceback import format_exc
 from typing import Any
@@ -43,6 +45,7 @@ from sklearn_ext.model_selection._choice import (
     resolve_backend,
 )
 from sklearn_ext.model_selection._gap import RegimeGap, measure_gap
+from sklearn_ext.model_selection._levels import LevelEstimate
 from sklearn_ext.model_selection._order import order_relation, warn_about_order
 from sklearn_ext.model_selection._placement import PlacementError
 from sklearn_ext.model_selection._plan import (
@@ -514,6 +517,46 @@ class RunCore:
                     raise
                 return _failed_table(task, format_exc())
 
+    def run_levels(
+        self,
+        resolved: Resolved,
+        *,
+        plan: FoldPlan | None = None,
+        leaf_callback=None,
+        return_estimator: bool = False,
+    ) -> Iterator[LevelEstimate]:
+        """The tree of ``plan`` level by level: a :class:`LevelEstimate` per level.
+
+        A generator: each level is computed when the consumer asks for it, and
+        closing it (or an exception thrown into it) stops the run, nothing
+        more is fed. The last estimate is final and holds what :meth:`run`
+        returns (``leaves``), failed fits included: a fit that fails ends the
+        walk with a final estimate whose folds all score ``error_score``
+        (unless that is ``"raise"``). A backend without levels
+        (``Backend.supports_levels``) yields one final estimate from
+        :meth:`run`, and a note says so once.
+        """
+        plan = self.plan if plan is None else plan
+        backend = resolved.backend
+        if not backend.supports_levels:
+            self.note(
+                f"The {backend.name!r} backend has no levels: the fold scores come "
+                "as one final estimate, the leaves' level."
+            )
+            table = self.run(
+                resolved,
+                plan=plan,
+                leaf_callback=leaf_callback,
+                return_estimator=return_estimator,
+            )
+            names = metric_names(self.scoring)
+            yield LevelEstimate.of_leaves(plan, table, names)
+            return
+        stop = _Stop(leaf_callback)
+        task = self.task(resolved, plan, stop if leaf_callback else None)
+        task.return_estimator = return_estimator
+        yield from _levels_of(self, backend.run_levels(task), task, stop)
+
     def task(self, resolved: Resolved, plan: FoldPlan, on_leaf=None) -> CVTask:
         """The :class:`CVTask` of one run of ``resolved`` on ``plan``."""
         backend = resolved.backend
@@ -659,6 +702,38 @@ class _Stop:
             self.callback(leaf)
         except BaseException as exc:
             self.raised = exc
+            raise
+
+
+def _levels_of(core: RunCore, levels, task: CVTask, stop: _Stop):
+    """A backend's levels, each computed in the core's data scope.
+
+    A failed fit ends them with one final estimate of failed folds, as
+    :meth:`RunCore.run` returns them; what the consumer throws in (a pruned
+    trial) or closing the generator stops the backend's walk.
+    """
+    n_fed = 0
+    while True:
+        try:
+            with data_scope(core.memo):
+                level = next(levels)
+        except StopIteration:
+            return
+        except (UnsetMetadataPassedError, PlacementError):
+            raise
+        except Exception as exc:
+            if stop.raised is exc or core.error_score == "raise":
+                raise
+            table = _failed_table(task, format_exc())
+            names = metric_names(core.scoring)
+            failed = LevelEstimate.of_leaves(task.plan, table, names)
+            yield dataclasses.replace(failed, n_samples_fed=n_fed)
+            return
+        n_fed = level.n_samples_fed
+        try:
+            yield level
+        except BaseException:
+            levels.close()
             raise
 
 

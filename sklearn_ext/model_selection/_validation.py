@@ -71,6 +71,7 @@ __all__ = [
         "pre_dispatch": [Integral, str],
         "return_indices": ["boolean"],
         "return_run_info": ["boolean"],
+        "return_levels": ["boolean"],
     },
 )
 def tree_cross_validate(
@@ -96,6 +97,7 @@ def tree_cross_validate(
     pre_dispatch="2*n_jobs",
     return_indices: bool = False,
     return_run_info: bool = False,
+    return_levels: bool = False,
 ) -> dict[str, Any]:
     """Evaluate scores by k-fold cross-validation along the TreeCV tree.
 
@@ -231,6 +233,14 @@ def tree_cross_validate(
         Whether to add what TreeCV measured: ``n_samples_fed``, ``backend``
         and the backend's engine extras. Off by default, so that the result
         has exactly ``cross_validate``'s keys.
+    return_levels : bool, default=False
+        Whether to walk the tree level by level (breadth first) and return
+        each level's estimate as ``levels``: after level ``l`` every row has
+        been scored by a model trained without it, a complete ``2**l``-fold
+        CV over all rows (see "The tree level by level" in the user guide).
+        The fold scores are those of the depth-first walk; the walk keeps
+        ``O(k)`` models instead of ``O(log k)`` and runs on one worker. A
+        backend without levels gives one level, its leaves'.
 
     Returns
     -------
@@ -252,6 +262,10 @@ def tree_cross_validate(
         trains differently: that ``fit`` measured on the first splits against
         the tree's models of the same splits (only then is it measured; the
         regime note is said either way, with the numbers when measured).
+        With ``return_levels``, ``levels``: a list of
+        :class:`~sklearn_ext.model_selection.LevelEstimate`, one per level of
+        the tree, the last one the leaves' (whose ``scores`` weight the folds
+        by their sizes).
 
     See Also
     --------
@@ -310,8 +324,8 @@ def tree_cross_validate(
         for message in core.notes:  # e.g. a learner without partial_fit
             print(message)
     tic = time.perf_counter()
-    table = core.run(
-        resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
+    table, levels = _run(
+        core, resolved, leaf_callback, return_estimator, return_levels, verbose
     )
     spent = time.perf_counter() - tic
     if verbose > 1:  # one dict per split: not built for leave-one-out's sake
@@ -337,6 +351,8 @@ def tree_cross_validate(
             result[name] = _column(values)
         if gap is not None:
             result["regime_gap"] = gap.as_dict()
+    if levels is not None:
+        result["levels"] = levels
     names = _feature_names(X)
     if return_estimator and names is not None and not resolved.backend.data_as_given:
         for model in result["estimator"]:
@@ -345,6 +361,25 @@ def tree_cross_validate(
             if first is not None and not hasattr(first, "feature_names_in_"):
                 first.feature_names_in_ = names
     return result
+
+
+def _run(core, resolved, leaf_callback, return_estimator, return_levels, verbose):
+    """The run's leaves, and its levels when asked (else ``None``)."""
+    if not return_levels:
+        table = core.run(
+            resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
+        )
+        return table, None
+    n_notes = len(core.notes)
+    levels = list(
+        core.run_levels(
+            resolved, leaf_callback=leaf_callback, return_estimator=return_estimator
+        )
+    )
+    if verbose > 0:
+        for message in core.notes[n_notes:]:  # a backend without levels
+            print(message)
+    return levels[-1].leaves, levels
 
 
 def _routed_params(estimator, X, y, groups, cv, scoring, error_score, params):

@@ -1,0 +1,309 @@
+"""The tree level by level: a complete CV estimate over all rows after each level.
+
+The depth-first walk of the TreeCV tree (:class:`PythonTreeBackend`,
+:class:`NativeTreeBackend`) finishes fold after fold and keeps one model per
+tree level, ``O(log k)``. Walked breadth first, level ``l`` holds the models of
+every node at depth ``l``: each was trained on every row except its node's
+chunks, so scoring each node's model on its node's held-out rows (one
+prediction pass over the data per level) scores every row once, by a model that
+never saw it. Level ``l`` is a complete ``2**l``-fold CV over all rows, after
+``l`` passes; the last level is the ``k``-fold CV of the leaves. The walk keeps
+the models of one level, ``O(k)``.
+
+:func:`walk_levels` is that walk for any engine; an engine gives it a
+:class:`LevelEngine`: how to start, copy, feed and score a node's model, and
+how to report a leaf. :class:`PythonTreeBackend` walks with
+:class:`_PythonLevels` (below), :class:`NativeTreeBackend` with the native one
+(:mod:`._native_levels`). Every consumer runs a walk through
+:meth:`RunCore.run_levels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from sklearn_ext.model_selection._plan import FoldPlan
+
+__all__ = ["LevelEstimate", "LevelEngine", "TreeLevels", "n_levels", "walk_levels"]
+
+
+@dataclass(frozen=True)
+class LevelEstimate:
+    """One level of the TreeCV tree as a cross-validation estimate over all rows.
+
+    A part of level ``l`` is a node of the tree at depth ``l``: its model was
+    trained on every row outside the node's chunks and is scored on them. The
+    parts of a level partition the rows, so its estimate is a complete
+    ``n_parts``-fold CV: every row is scored once, by a model that never saw it,
+    trained on about ``1 - 2**-l`` of the data. A leaf shallower than ``l``
+    (``k`` not a power of two) stays a part of every deeper level, unchanged.
+
+    Attributes
+    ----------
+    level : int
+        The level, from 1; the last one is the leaves'.
+    n_parts : int
+        Parts at this level (``2**level`` where the tree is full).
+    scores : dict of str to float
+        Each test metric over all held-out rows of the level: the mean of the
+        part scores weighted by the part sizes (``"score"`` for one metric).
+        Train scores (``return_train_score``) are the leaves' only, in
+        :attr:`leaves`.
+    part_scores : dict of str to ndarray of shape (n_parts,)
+        Each metric per part, in plan order (parts left to right).
+    part_sizes : ndarray of shape (n_parts,)
+        Held-out rows per part.
+    n_samples_fed : int
+        Rows fed to the learner so far, over the whole run.
+    final : bool
+        Whether this is the leaves' level (the last).
+    leaves : LeafTable or None
+        At the final level, exactly what the backend's ``run`` returns for the
+        same task (the same fold scores, bit for bit, for a deterministic
+        learner); ``None`` before.
+
+    See Also
+    --------
+    sklearn_ext.tree_cross_validate : ``return_levels=True`` returns them.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_ext import tree_cross_validate
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> est = SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
+    >>> result = tree_cross_validate(
+    ...     est, X, y, cv=8, method="treecv", return_levels=True)
+    >>> [(rung.level, rung.n_parts) for rung in result["levels"]]
+    [(1, 2), (2, 4), (3, 8)]
+    >>> rung = result["levels"][0]  # a 2-fold CV over all rows, after one pass
+    >>> int(rung.part_sizes.sum()) == len(X)
+    True
+    >>> result["levels"][-1].final
+    True
+    """
+
+    level: int
+    n_parts: int
+    scores: dict[str, float]
+    part_scores: dict[str, np.ndarray]
+    part_sizes: np.ndarray
+    n_samples_fed: int
+    final: bool
+    # LeafTable lives in ._backends, which imports this module: named only.
+    leaves: LeafTable | None = None  # noqa: F821
+
+    @classmethod
+    def of_parts(
+        cls,
+        level: int,
+        part_scores: dict[str, np.ndarray],
+        part_sizes: np.ndarray,
+        n_samples_fed: int,
+        leaves: LeafTable | None = None,  # noqa: F821
+    ) -> LevelEstimate:
+        """The estimate of a level from its parts (final when ``leaves`` is given)."""
+        sizes = np.asarray(part_sizes, dtype=np.int64)
+        columns = {name: np.asarray(v, dtype=float) for name, v in part_scores.items()}
+        return cls(
+            level=int(level),
+            n_parts=len(sizes),
+            scores={
+                name: float(np.average(values, weights=sizes))
+                for name, values in columns.items()
+            },
+            part_scores=columns,
+            part_sizes=sizes,
+            n_samples_fed=int(n_samples_fed),
+            final=leaves is not None,
+            leaves=leaves,
+        )
+
+    @classmethod
+    def of_leaves(
+        cls,
+        plan: FoldPlan,
+        table: LeafTable,  # noqa: F821
+        names,
+        level: int | None = None,
+    ) -> LevelEstimate:
+        """The final estimate of a run's leaves (a backend without levels)."""
+        ordered = np.argsort(table.leaf, kind="stable")
+        sizes = np.array(
+            [len(plan.test_indices(int(leaf))) for leaf in table.leaf[ordered]],
+            dtype=np.int64,
+        )
+        return cls.of_parts(
+            n_levels(plan) if level is None else level,
+            {name: table.scores[name][ordered] for name in names},
+            sizes,
+            int(np.sum(table.n_samples_fed)),
+            table,
+        )
+
+
+def n_levels(plan: FoldPlan) -> int:
+    """Levels of the plan's tree below the root: ``ceil(log2(k))``."""
+    return int(plan.n_splits - 1).bit_length()
+
+
+class LevelEngine(Protocol):
+    """What :func:`walk_levels` asks of an engine; ``state`` is its model."""
+
+    def root(self) -> Any:
+        """The model of the root: untrained."""
+
+    def fork(self, state) -> Any:
+        """An independent copy of ``state``."""
+
+    def feed(self, parent, node, sibling, state) -> tuple[int, float]:
+        """Turn the model of ``parent`` into that of its child ``node``, in place.
+
+        Returns the rows fed and the seconds spent.
+        """
+
+    def score(self, node, state) -> tuple[dict[str, float], float]:
+        """The test scores of an internal node's model on its held-out rows."""
+
+    def leaf(self, leaf: int, state, n_fed: int, fit_time: float):
+        """Score and report (``task.emit``) a leaf; its ``LeafResult``."""
+
+
+class _Meter:
+    """Training work below a node not yet reported at a leaf (as the tree's)."""
+
+    __slots__ = ("n_samples_fed", "fit_time")
+
+    def __init__(self, n_samples_fed: int = 0, fit_time: float = 0.0) -> None:
+        self.n_samples_fed, self.fit_time = n_samples_fed, fit_time
+
+    def take(self) -> tuple[int, float]:
+        taken = (self.n_samples_fed, self.fit_time)
+        self.n_samples_fed, self.fit_time = 0, 0.0
+        return taken
+
+
+class _Part:
+    """A node of the current level: its model, its pending work, its scores."""
+
+    __slots__ = ("node", "state", "meter", "scores")
+
+    def __init__(self, node, state, meter: _Meter, scores=None) -> None:
+        self.node, self.state, self.meter, self.scores = node, state, meter, scores
+
+
+def walk_levels(
+    plan: FoldPlan, engine: LevelEngine, names, table
+) -> Iterator[LevelEstimate]:
+    """Walk the tree of ``plan`` breadth first; one :class:`LevelEstimate` per level.
+
+    Each level is grown from the previous one (a node's left child trains on a
+    copy of its model, its right child on the model itself), then every new
+    node is scored on its held-out rows. Rows fed and training time are
+    reported at the leaf the depth-first walk reports them at (the leftmost
+    leaf below the node fed), so the final leaves equal the depth-first run's.
+    Closing the generator stops the walk: nothing more is fed. ``names`` are
+    the test metrics; ``table(leaves)`` makes the final level's ``leaves``
+    (``LeafTable.from_leaves``).
+    """
+    bounds = plan.bounds
+    parts = [_Part(plan.root, engine.root(), _Meter())]
+    leaves: list = []
+    n_fed, level = 0, 0
+    while any(part.node[0] != part.node[1] for part in parts):
+        level += 1
+        grown, n_fed = _grow(plan, engine, parts, n_fed)
+        parts = []
+        for part in grown:
+            if part.scores is None:  # a new node: scored now, once
+                _score(engine, part, leaves)
+            parts.append(part)
+        sizes = [bounds[p.node[1] + 1] - bounds[p.node[0]] for p in parts]
+        scores = {n: [p.scores.get(n, np.nan) for p in parts] for n in names}
+        final = all(part.node[0] == part.node[1] for part in parts)
+        done = table(leaves) if final else None
+        yield LevelEstimate.of_parts(level, scores, sizes, n_fed, done)
+
+
+def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int):
+    """The next level's parts (leaves carried as they are) and the rows fed."""
+    grown = []
+    for part in parts:
+        start, end = part.node
+        if start == end:
+            grown.append(part)
+            continue
+        left, right = plan.children(start, end)
+        # The left child carries the parent's pending work, as in the
+        # depth-first walk, whose next leaf is the left child's first.
+        left_part = _Part(left, engine.fork(part.state), part.meter)
+        right_part = _Part(right, part.state, _Meter())
+        part.state = None  # the right child owns the parent's model now
+        for child, sibling in ((left_part, right), (right_part, left)):
+            n, seconds = engine.feed(part.node, child.node, sibling, child.state)
+            child.meter.n_samples_fed += n
+            child.meter.fit_time += seconds
+            n_fed += n
+        grown += [left_part, right_part]
+    return grown, n_fed
+
+
+def _score(engine: LevelEngine, part: _Part, leaves: list) -> None:
+    start, end = part.node
+    if start != end:
+        part.scores, _ = engine.score(part.node, part.state)
+        return
+    fed, fit_time = part.meter.take()
+    result = engine.leaf(start, part.state, fed, fit_time)
+    leaves.append(result)
+    part.scores = result.scores
+    part.state = None  # a leaf is not fed again: its model is dropped
+
+
+# -- the Python tree ------------------------------------------------------------------
+class TreeLevels:
+    """The Python tree's :class:`LevelEngine`: a ``_TreeRun``'s updates and scores.
+
+    ``run`` is the run's ``_TreeRun``, ``root`` its untrained ``_Learner`` and
+    ``flush(model, meter)`` feeds the rows a batching wrapper keeps waiting
+    (``PythonTreeBackend.run_levels`` hands them over: this module imports no
+    backend).
+    """
+
+    def __init__(self, run, root, flush) -> None:
+        self.run, self.task, self._root, self.flush = run, run.task, root, flush
+
+    def root(self):
+        root, self._root = self._root, None  # the walk owns it (and drops it)
+        return root
+
+    def fork(self, state):
+        return state.fork()
+
+    def feed(self, parent, node, sibling, state) -> tuple[int, float]:
+        meter = _Meter()
+        self.run.fit(state, self.run.fed(node, sibling), meter)
+        return meter.n_samples_fed, meter.fit_time
+
+    def score(self, node, state) -> tuple[dict[str, float], float]:
+        return self.run.score(state.model, *node)
+
+    def leaf(self, leaf: int, state, n_fed: int, fit_time: float):
+        meter = _Meter(n_fed, fit_time)
+        self.flush(state.model, meter)
+        scores, score_time = self.run.score(state.model, leaf)
+        # The leaf's model is not trained any further: no copy needed.
+        model = state.model if self.task.return_estimator else None
+        result = self.task.leaf_result(
+            leaf, scores, meter.n_samples_fed, meter.fit_time, score_time, model
+        )
+        self.task.emit(result)
+        return result

@@ -1,0 +1,301 @@
+"""The tree level by level (issue 37): each level a complete CV over all rows.
+
+Each level's estimate is checked against a hand-made CV over the level's node
+partition (a clone of the learner fed each node's training rows in the tree's
+order, scored on the node's rows); the final level against the depth-first run.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.linear_model import SGDClassifier
+from sklearn.metrics import accuracy_score, balanced_accuracy_score
+from sklearn.model_selection import LeaveOneOut
+from sklearn.naive_bayes import GaussianNB
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ext import LevelEstimate, tree_cross_validate
+from sklearn_ext.model_selection import (
+    PythonTreeBackend,
+    StandardBackend,
+)
+from sklearn_ext.model_selection._core import RunCore
+from sklearn_ext.model_selection._levels import n_levels
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::sklearn_ext.TreeCVRegimeWarning",
+    "ignore::sklearn_ext.TreeCVOrderWarning",
+)
+
+
+def _data(n_samples=320, seed=0):
+    X, y = make_classification(
+        n_samples=n_samples, n_features=6, n_informative=4, random_state=seed
+    )
+    return StandardScaler().fit_transform(X), y
+
+
+def _sgd():
+    return SGDClassifier(max_iter=1, tol=None, shuffle=False, random_state=0)
+
+
+def _core(estimator, X, y, backend, cv, order="fixed", **kwargs):
+    core = RunCore(
+        estimator, X, y, cv=cv, method=backend, order=order, random_state=3, **kwargs
+    )
+    return core, core.resolve(estimator)
+
+
+def _nodes_by_level(plan):
+    """Each level's nodes, left to right, shallower leaves carried."""
+    nodes, levels = [plan.root], []
+    while any(s != e for s, e in nodes):
+        nodes = [
+            child
+            for s, e in nodes
+            for child in ([(s, e)] if s == e else plan.children(s, e))
+        ]
+        levels.append(nodes)
+    return levels
+
+
+def _path(plan, node):
+    """The nodes from the root's child down to ``node`` (what it was fed)."""
+    path = plan.path(node[0])
+    return path[1 : path.index(node) + 1]
+
+
+def _hand_made(estimator, X, y, plan, node, metrics):
+    """The node's model by hand: fed its path's rows in order, scored on its rows."""
+    model = clone(estimator)
+    classes = np.unique(y)
+    for i, step in enumerate(_path(plan, node)):
+        rows = plan.feed(*step)
+        if i == 0:
+            model.partial_fit(X[rows], y[rows], classes=classes)
+        else:
+            model.partial_fit(X[rows], y[rows])
+    test = plan.chunk_rows(*node)
+    predicted = model.predict(X[test])
+    return {name: metric(y[test], predicted) for name, metric in metrics.items()}
+
+
+BACKENDS = {
+    "python": (PythonTreeBackend(), _sgd),
+    "python-noshortcuts": (PythonTreeBackend(shortcuts=False), _sgd),
+}
+
+
+@pytest.mark.parametrize("engine", list(BACKENDS))
+@pytest.mark.parametrize("order", ["fixed", "randomized"])
+@pytest.mark.parametrize("k", [2, 5, 10, 16])
+def test_each_level_is_a_hand_made_cv_of_its_nodes(engine, order, k):
+    X, y = _data()
+    backend, make = BACKENDS[engine]
+    estimator = make()
+    core, resolved = _core(estimator, X, y, backend, k, order)
+    levels = list(core.run_levels(resolved))
+    expected_nodes = _nodes_by_level(core.plan)
+    assert [lv.level for lv in levels] == list(range(1, len(expected_nodes) + 1))
+    assert len(levels) == n_levels(core.plan)
+    assert [lv.final for lv in levels] == [False] * (len(levels) - 1) + [True]
+    metrics = {"score": accuracy_score}
+    for level, nodes in zip(levels, expected_nodes, strict=True):
+        assert level.n_parts == len(nodes)
+        hand = [_hand_made(estimator, X, y, core.plan, n, metrics) for n in nodes]
+        sizes = [len(core.plan.chunk_rows(*n)) for n in nodes]
+        assert_array_equal(level.part_sizes, sizes)
+        assert level.part_sizes.sum() == len(X)  # every row scored, once
+        assert_array_equal(level.part_scores["score"], [h["score"] for h in hand])
+        assert level.scores["score"] == pytest.approx(
+            np.average([h["score"] for h in hand], weights=sizes), rel=1e-12
+        )
+        assert (level.leaves is not None) == level.final
+
+
+@pytest.mark.parametrize("engine", list(BACKENDS))
+@pytest.mark.parametrize("cv", [5, 10, 16, "loo"])
+def test_the_final_level_is_the_depth_first_run(engine, cv):
+    X, y = _data(n_samples=24 if cv == "loo" else 320)
+    cv = LeaveOneOut() if cv == "loo" else cv
+    backend, make = BACKENDS[engine]
+    core, resolved = _core(make(), X, y, backend, cv, "randomized")
+    *_, final = core.run_levels(resolved)
+    ours, theirs = final.leaves.by_split(), core.run(resolved).by_split()
+    assert_array_equal(ours.split, theirs.split)
+    assert_array_equal(ours.leaf, theirs.leaf)
+    assert_array_equal(ours.scores["score"], theirs.scores["score"])
+    assert_array_equal(ours.n_samples_fed, theirs.n_samples_fed)
+    assert final.n_samples_fed == core.plan.n_samples_fed()
+    assert final.n_parts == core.plan.n_splits
+
+
+def test_the_rows_scored_at_each_level_partition_the_data():
+    # The scorer sees the rows by an id column: each level scores each row once.
+    X, y = _data()
+    X = np.column_stack([X, np.arange(len(X))])
+    seen: list[np.ndarray] = []
+
+    def scorer(model, X_test, y_test):
+        seen.append(X_test[:, -1].astype(int))
+        return 0.0
+
+    core, resolved = _core(GaussianNB(), X, y, PythonTreeBackend(), 10, scoring=scorer)
+    scored_rows: dict[tuple, np.ndarray] = {}
+    for level, nodes in zip(
+        core.run_levels(resolved), _nodes_by_level(core.plan), strict=True
+    ):
+        new = [n for n in nodes if n not in scored_rows]
+        assert len(seen) == len(new)  # carried leaves are not scored again
+        for node, rows in zip(new, seen, strict=True):
+            scored_rows[node] = rows
+        assert level.n_parts == len(nodes)
+        every = np.concatenate([scored_rows[n] for n in nodes])
+        assert_array_equal(np.sort(every), np.arange(len(X)))
+        seen.clear()
+
+
+def _levels_of(estimator, X, y, backend, cv, **kwargs):
+    core, resolved = _core(estimator, X, y, backend, cv, "randomized", **kwargs)
+    return core.run_levels(resolved)
+
+
+class _Counted(GaussianNB):
+    """GaussianNB counting the rows fed and its live trained models."""
+
+    fed = 0
+    live: weakref.WeakSet = weakref.WeakSet()
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        type(self).fed += len(X)
+        type(self).live.add(self)
+        return super().partial_fit(X, y, classes=classes)
+
+
+def test_closing_the_walk_stops_feeding():
+    X, y = _data()
+    _Counted.fed = 0
+    levels = _levels_of(_Counted(), X, y, PythonTreeBackend(), 16)
+    first = next(levels)
+    assert first.level == 1 and first.n_samples_fed == len(X) == _Counted.fed
+    levels.close()
+    assert _Counted.fed == len(X)
+    # An exception thrown in between levels (a pruned trial) stops it too.
+    _Counted.fed = 0
+    levels = _levels_of(_Counted(), X, y, PythonTreeBackend(), 16)
+    second = [next(levels), next(levels)][1]
+    with pytest.raises(KeyError, match="pruned"):
+        levels.throw(KeyError("pruned"))
+    assert _Counted.fed == second.n_samples_fed == 2 * len(X)
+    with pytest.raises(StopIteration):
+        next(levels)
+
+
+@pytest.mark.parametrize("k", [10, 16])
+def test_the_walk_keeps_one_model_per_node_of_a_level(k):
+    X, y = _data()
+    _Counted.live = weakref.WeakSet()
+    levels = _levels_of(_Counted(), X, y, PythonTreeBackend(), k)
+    plan = RunCore(_Counted(), X, y, cv=k).plan
+    internal = [sum(s != e for s, e in nodes) for nodes in _nodes_by_level(plan)]
+    live = []
+    for _ in levels:
+        gc.collect()
+        live.append(len(_Counted.live))
+    # One model per node still to grow; a leaf drops its model once scored.
+    assert live == internal
+    # O(k), where the depth-first walk keeps O(log k): the widest level's.
+    assert max(live) >= k // 4 + 1
+
+
+def test_multi_metric_levels():
+    X, y = _data()
+    est = _sgd()
+    scoring = ["accuracy", "balanced_accuracy"]
+    core, resolved = _core(est, X, y, PythonTreeBackend(), 8, scoring=scoring)
+    metrics = {"accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy_score}
+    for level, nodes in zip(
+        core.run_levels(resolved), _nodes_by_level(core.plan), strict=True
+    ):
+        assert set(level.scores) == set(scoring)
+        hand = [_hand_made(est, X, y, core.plan, n, metrics) for n in nodes]
+        for name in scoring:
+            assert_allclose(
+                level.part_scores[name], [h[name] for h in hand], rtol=1e-12
+            )
+
+
+class _FailsAtLevel2(GaussianNB):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        self.calls_ = getattr(self, "calls_", 0) + 1
+        if self.calls_ == 2:
+            raise ValueError("a failed fit")
+        return super().partial_fit(X, y, classes=classes)
+
+
+def test_a_failed_fit_ends_with_a_final_level_of_error_scores():
+    X, y = _data()
+    levels = list(_levels_of(_FailsAtLevel2(), X, y, PythonTreeBackend(), 8))
+    assert [lv.final for lv in levels] == [False, True]
+    final = levels[-1]
+    assert np.isnan(final.scores["score"]) and final.n_parts == 8
+    assert final.leaves.fit_error is not None
+    assert final.n_samples_fed == levels[0].n_samples_fed
+    with pytest.raises(ValueError, match="a failed fit"):
+        list(
+            _levels_of(
+                _FailsAtLevel2(), X, y, PythonTreeBackend(), 8, error_score="raise"
+            )
+        )
+
+
+def test_a_backend_without_levels_gives_one_final_level_and_a_note():
+    X, y = _data()
+    core, resolved = _core(_sgd(), X, y, StandardBackend(), 5)
+    (level,) = core.run_levels(resolved)
+    table = core.run(resolved)
+    assert level.final and level.n_parts == 5 and level.level == 3
+    assert_array_equal(
+        level.leaves.by_split().scores["score"], table.by_split().scores["score"]
+    )
+    assert any("no levels" in note for note in core.notes)
+
+
+def test_a_leaf_callback_sees_every_leaf_and_may_stop_the_walk():
+    X, y = _data()
+    core, resolved = _core(_sgd(), X, y, PythonTreeBackend(), 5)
+    seen = []
+    levels = list(core.run_levels(resolved, leaf_callback=seen.append))
+    assert sorted(leaf.split for leaf in seen) == list(range(5))
+
+    def stop(leaf):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        list(core.run_levels(resolved, leaf_callback=stop))
+    assert levels[-1].final
+
+
+def test_tree_cross_validate_returns_levels_only_when_asked():
+    X, y = _data()
+    plain = tree_cross_validate(_sgd(), X, y, cv=10, method="treecv")
+    with_levels = tree_cross_validate(
+        _sgd(), X, y, cv=10, method="treecv", return_levels=True
+    )
+    assert "levels" not in plain
+    assert set(with_levels) == set(plain) | {"levels"}
+    assert_array_equal(with_levels["test_score"], plain["test_score"])
+    levels = with_levels["levels"]
+    assert all(isinstance(level, LevelEstimate) for level in levels)
+    assert [level.n_parts for level in levels] == [2, 4, 8, 10]
+    final = levels[-1]
+    sizes = final.part_sizes
+    by_leaf = final.leaves.scores["score"][np.argsort(final.leaves.leaf)]
+    assert final.scores["score"] == pytest.approx(np.average(by_leaf, weights=sizes))
