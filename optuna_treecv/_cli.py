@@ -23,11 +23,12 @@ from optuna_treecv._cli_args import (
     PROBE_SECONDS,
     PROGRESS_EVERY,
     STANDARD_LIMIT,
-    WILCOXON_STARTUP,
     CLIError,
+    _make_pruner,
     _parse_fixed,
     _parse_space,
     _parser,
+    _report_of,
 )
 from optuna_treecv._data import load_data
 from optuna_treecv._interrupt import optimize_until_interrupted
@@ -113,39 +114,6 @@ def _open_storage(url: str, heartbeat: int | None):
         raise CLIError(" ".join(str(exc).split())) from None
 
 
-def _make_pruner(name: str, n_splits: int) -> optuna.pruners.BasePruner:
-    import optuna
-
-    from optuna_treecv._objective import MAX_REPORTS, report_counts
-
-    # The first step a trial reports at (after k // 1024 folds for a large k).
-    first_step = max(1, int(report_counts(n_splits)[0]) - 1)
-    if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
-    if name == "percentile":
-        return optuna.pruners.PercentilePruner(
-            25.0, n_startup_trials=5, n_warmup_steps=1
-        )
-    if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(
-            min_resource=first_step, max_resource=n_splits
-        )
-    if name == "successive-halving":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=first_step)
-    if name == "wilcoxon":
-        # With ties (accuracy on small folds) scipy's test on up to 13 pairs
-        # is a permutation test of about a second: a trial that reports enough
-        # folds starts deciding at 14, a few leaves further along the tree.
-        reports = min(n_splits, MAX_REPORTS)
-        startup = WILCOXON_STARTUP if reports >= 2 * WILCOXON_STARTUP else 2
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.pruners.WilcoxonPruner(
-                p_threshold=0.1, n_startup_steps=startup
-            )
-    return optuna.pruners.NopPruner()
-
-
 # -- commands -------------------------------------------------------------------------
 def _tune(args) -> int:
     import optuna
@@ -166,7 +134,7 @@ def _tune(args) -> int:
             f"{args.learner!r} has no default search space; give one with "
             "--space NAME=SPEC."
         )
-    report = "per_fold" if args.pruner == "wilcoxon" else "running_mean"
+    report = _report_of(args)
     try:
         objective = TreeCVObjective(
             estimator,
@@ -192,7 +160,7 @@ def _tune(args) -> int:
             study_name=study_name,
             direction="maximize",
             sampler=optuna.samplers.TPESampler(seed=args.seed),
-            pruner=_make_pruner(args.pruner, args.cv),
+            pruner=_make_pruner(args.pruner, args.cv, report),
             load_if_exists=True,
         )
     except Exception as exc:

@@ -7,12 +7,16 @@ import argparse
 import ast
 import math
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optuna_treecv._data import BUNDLED
 from optuna_treecv._learners import LEARNERS
 from optuna_treecv._preprocess import PREPROCESS_MODES
+
+if TYPE_CHECKING:
+    from optuna.pruners import BasePruner
 
 __all__ = ["CLIError"]
 
@@ -35,6 +39,9 @@ PROGRESS_EVERY = 5.0
 #: Reported folds before the Wilcoxon pruner decides, when a trial reports
 #: at least twice as many.
 WILCOXON_STARTUP = 14
+#: What a trial reports to the pruner (``--report``): "auto" is per-fold for
+#: the Wilcoxon pruner and the running mean otherwise.
+REPORT_CHOICES = ("auto", "running-mean", "per-fold", "levels")
 PRUNERS = (
     "none",
     "median",
@@ -127,6 +134,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     tune.add_argument("--timeout", type=float, default=None, help="seconds")
     tune.add_argument("--pruner", choices=PRUNERS, default="median")
+    tune.add_argument(
+        "--report",
+        choices=REPORT_CHOICES,
+        default="auto",
+        help="what a trial reports to the pruner: 'levels' a 2-fold CV over all "
+        "rows after one pass, 4-fold after two, ... (the tree walked level by "
+        "level); 'running-mean' the mean of the folds done; 'per-fold' each "
+        "fold's score (default auto: per-fold for wilcoxon, else running-mean)",
+    )
     tune.add_argument(
         "--storage",
         default=DEFAULT_STORAGE,
@@ -269,3 +285,54 @@ def _parse_space(items: Sequence[str]) -> dict[str, Any]:
 
 
 # -- shared set-up --------------------------------------------------------------------
+
+
+def _make_pruner(name: str, n_splits: int, report: str = "running_mean") -> BasePruner:
+    import optuna
+
+    from optuna_treecv._ladder import n_levels
+    from optuna_treecv._objective import MAX_REPORTS, report_counts
+
+    # The first step a trial reports at (after k // 1024 folds for a large k;
+    # rung 1 with report="levels") and the last one.
+    first_step = max(1, int(report_counts(n_splits)[0]) - 1)
+    last_step = n_splits
+    if report == "levels":
+        first_step, last_step = 1, n_levels(n_splits)
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
+    if name == "percentile":
+        return optuna.pruners.PercentilePruner(
+            25.0, n_startup_trials=5, n_warmup_steps=1
+        )
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=first_step, max_resource=last_step
+        )
+    if name == "successive-halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=first_step)
+    if name == "wilcoxon":
+        # With ties (accuracy on small folds) scipy's test on up to 13 pairs
+        # is a permutation test of about a second: a trial that reports enough
+        # folds starts deciding at 14, a few leaves further along the tree.
+        reports = min(n_splits, MAX_REPORTS)
+        startup = WILCOXON_STARTUP if reports >= 2 * WILCOXON_STARTUP else 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.pruners.WilcoxonPruner(
+                p_threshold=0.1, n_startup_steps=startup
+            )
+    return optuna.pruners.NopPruner()
+
+
+def _report_of(args) -> str:
+    """The objective's ``report`` for ``--report`` (and ``--pruner``)."""
+    if args.report == "auto":
+        return "per_fold" if args.pruner == "wilcoxon" else "running_mean"
+    report = args.report.replace("-", "_")
+    if args.pruner == "wilcoxon" and report != "per_fold":
+        raise CLIError(
+            f"--pruner wilcoxon compares per-fold scores; --report {args.report} "
+            "reports other values. Use --report per-fold (or auto)."
+        )
+    return report

@@ -31,6 +31,7 @@ from optuna_treecv._identity import (
     _refuse_foreign_trials,
     study_identity,
 )
+from optuna_treecv._ladder import LevelReports
 from sklearn_ext.model_selection import Backend, FoldPlan
 from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._choice import METHODS
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["TreeCVObjective", "REPORTS", "StudyIdentityError", "suggest_params"]
 
 #: What ``TreeCVObjective`` reports after each leaf.
-REPORTS = ("running_mean", "per_fold", None)
+REPORTS = ("running_mean", "per_fold", "levels", None)
 #: The default bound on a trial's reports to the pruner, whatever ``k``.
 MAX_REPORTS = 32
 #: The first of the spaced reports comes after ``k // FIRST_REPORT`` folds.
@@ -104,7 +105,8 @@ class TreeCVObjective:
         :class:`~sklearn_ext.model_selection.TreeCVFallbackWarning`) for an
         estimator no faster backend can run. The backend that ran is recorded
         in the ``backend`` attribute.
-    report : {"running_mean", "per_fold"} or None, default="running_mean"
+    report : {"running_mean", "per_fold", "levels"} or None, \
+            default="running_mean"
         ``"running_mean"`` reports the mean score of the folds done so far at
         ``step = leaves done - 1``, for pruners comparing learning curves
         (:class:`~optuna.pruners.MedianPruner`, ``PercentilePruner``,
@@ -118,6 +120,21 @@ class TreeCVObjective:
         sample of ``max_reports`` evenly spaced folds (splits
         ``round(j (k - 1) / (max_reports - 1))``), the same in every trial,
         visited first in a shuffled order, the other folds after them.
+        ``"levels"`` walks the tree level by level
+        (:meth:`~sklearn_ext.model_selection._core.RunCore.run_levels`) and
+        reports each rung at ``step = level`` (1, 2, ..., ``ceil(log2(k))``):
+        rung ``l`` is a complete ``2**l``-fold CV over all rows (every row
+        scored by a model trained on ``1 - 2**-l`` of the data), known after
+        ``l`` passes, so a pruner decides after one pass on a 2-fold CV of all
+        rows instead of one fold's score on ``n / k`` rows; a pruned trial
+        stops feeding rows at once. The last rung is the leaves' (the
+        size-weighted mean of the fold scores) and is reported but never
+        pruned on; the trial's value is the k-fold mean as with every
+        ``report``. It keeps ``O(k)`` models in memory where the depth-first
+        walk keeps ``O(log k)``; a backend without levels (standard CV, the
+        SVM and exact engines) reports its one final rung. Every rung up to
+        ``max_reports``; beyond, the first ``max_reports - 1`` and the last.
+        See "The fidelity ladder" in the user guide for the rungs' bias.
         ``None`` reports nothing. Multi-objective studies never report.
     max_reports : int, default=32
         The most reports a trial makes (each is a storage write and a pruning
@@ -183,7 +200,11 @@ class TreeCVObjective:
     passed to the learner), ``fit_time`` (seconds spent in ``partial_fit`` or
     ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
     reports included) and ``backend``; ``fold_order`` with
-    ``report="per_fold"``; and the backend's engine extras summed over the
+    ``report="per_fold"``; ``level_scores`` and ``level_n_samples_fed``
+    (each rung's estimate and the rows fed when it was known) with
+    ``report="levels"``, and in a trial pruned on a rung ``pruned_at_level``
+    (its fold scores, fit and score times are then absent: no fold finished);
+    and the backend's engine extras summed over the
     folds (:attr:`Backend.extras`): for the ``alpha_seeding`` backend
     ``n_iter`` and ``seed_time``, and with a warm-start store
     ``warm_start_seed`` (the stored ``C`` most folds started from, or
@@ -339,19 +360,8 @@ class TreeCVObjective:
             # Nothing would read the reports (the fold scores go into the "cv"
             # attribute): no storage writes for them, the same decisions.
             report = None
-        progress = _Progress(trial, plan.n_splits, report, self)
-        # Without reports or progress nothing needs the leaves one by one: the
-        # native engines then keep them in C (leave-one-out on 581,012 rows).
-        listens = report is not None or self.progress is not None
         tic = time.perf_counter()
-        try:
-            table = self.core_.run(
-                resolved, plan=plan, leaf_callback=progress if listens else None
-            )
-        except optuna.TrialPruned:
-            details = progress.record(resolved, time.perf_counter() - tic)
-            _write_attrs(trial, {**details, **extra})
-            raise
+        table = self._run_reporting(trial, resolved, plan, report, extra)
         details = _details(table, resolved, time.perf_counter() - tic)
         gap = self.core_.note_regime(
             resolved,
@@ -380,9 +390,40 @@ class TreeCVObjective:
         mean, std = details["mean_test_score"], details["std_test_score"]
         return (mean, std) if multi else mean
 
+    def _run_reporting(self, trial, resolved, plan, report, extra) -> LeafTable:
+        """The trial's leaves, reported as ``report`` says on the way.
+
+        A pruned trial writes what it did (``extra`` included) and raises.
+        """
+        tic = time.perf_counter()
+        if report == "levels":
+            ladder = LevelReports(trial, self)
+            try:
+                table = ladder.run(self.core_, resolved, plan)
+            except optuna.TrialPruned:
+                details = ladder.record(
+                    resolved, plan.n_splits, time.perf_counter() - tic
+                )
+                _write_attrs(trial, {**details, **extra})
+                raise
+            extra.update(ladder.summary())
+            return table
+        progress = _Progress(trial, plan.n_splits, report, self)
+        # Without reports or progress nothing needs the leaves one by one: the
+        # native engines then keep them in C (leave-one-out on 581,012 rows).
+        listens = report is not None or self.progress is not None
+        try:
+            return self.core_.run(
+                resolved, plan=plan, leaf_callback=progress if listens else None
+            )
+        except optuna.TrialPruned:
+            details = progress.record(resolved, time.perf_counter() - tic)
+            _write_attrs(trial, {**details, **extra})
+            raise
+
     def _warn_about_wilcoxon(self, study) -> None:
         if (
-            self.report == "running_mean"
+            self.report in ("running_mean", "levels")
             and isinstance(getattr(study, "pruner", None), WilcoxonPruner)
             and not self._warned_wilcoxon
         ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from inspect import signature
@@ -29,6 +30,7 @@ from sklearn_ext.model_selection._backends import Backend, LeafTable
 from sklearn_ext.model_selection._choice import METHODS
 from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._plan import FoldPlan
+from sklearn_ext.model_selection._racing import race
 from sklearn_ext.model_selection._report import (
     SplitHooks,
     print_splits,
@@ -36,6 +38,7 @@ from sklearn_ext.model_selection._report import (
     split_dicts,
     summarize_extras,
 )
+from sklearn_ext.model_selection._scoring import metric_names
 from sklearn_ext.model_selection._split import routed_cv
 from sklearn_ext.utils._data_scope import data_scope
 
@@ -139,13 +142,48 @@ class TreeCVSearchCV(BaseSearchCV):
         engine extras summed per candidate (e.g. ``n_iter`` and
         ``warm_start_hits`` for ``alpha_seeding``). Off by default, so that
         ``cv_results_`` has exactly ``GridSearchCV``'s keys.
+    racing : bool, default=False
+        Whether to race the candidates up the tree's ladder instead of running
+        each to its leaves. Walked level by level, a candidate's tree gives
+        after level ``l`` (``l`` passes) a complete ``2**l``-fold CV over all
+        rows, its *rung*. The racing search advances every candidate one rung
+        at a time (the running candidates' rungs in parallel threads, up to
+        ``n_jobs``) and after each rung but the last drops the candidates
+        clearly worse than the leader (the best rung estimate): a one-sided
+        paired t-test over the rung's parts (the same held-out rows for every
+        candidate), each candidate's variance moderated toward the
+        candidates' common spread (:func:`~sklearn_ext.model_selection.\
+_racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
+        Only the survivors run to the leaves; ``best_*`` and ``refit`` choose
+        among them as without racing. A dropped candidate keeps its row in
+        ``cv_results_`` with NaN fold scores and times (so it ranks last),
+        and the columns ``race_rung`` (the rung it stopped at; the last
+        rung, ``ceil(log2(k))``, for survivors), ``race_score`` (its last
+        rung's estimate of the raced metric) and ``n_samples_fed`` (rows fed
+        to it) are added for every candidate. The raced metric is the
+        single one, or the one ``refit`` names. A backend without levels
+        (standard CV, the SVM and exact engines) runs its candidates to the
+        leaves: nothing is dropped.
+    racing_alpha : float in (0, 1), default=0.05
+        The error rate of the race: each test drops a candidate whose
+        expected rung score equals the leader's with probability at most
+        ``racing_alpha / (ceil(log2(k)) - 1)`` (Bonferroni over the rungs that
+        test), so a candidate as good as the leader survives the race with
+        probability at least ``1 - racing_alpha``, under the test's model
+        (part differences independent and normal) and against a fixed
+        leader. What the test does not cover is the rungs' bias: a rung
+        scores models trained on ``1 - 2**-l`` of the rows, and a candidate
+        that gains more from more data than the leader can be dropped though
+        the full k-fold CV would rank it first (see "Racing" in the user
+        guide for the measured rate).
 
     Attributes
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         Per-candidate results, keys as in ``GridSearchCV`` (plus
         ``n_samples_fed``, ``backend`` and the engine extras with
-        ``return_run_info``).
+        ``return_run_info``; ``race_rung``, ``race_score`` and
+        ``n_samples_fed`` with ``racing``).
     best_estimator_ : estimator
         The best candidate refit on all data (if ``refit``), trained the way
         its folds were scored (see above).
@@ -210,6 +248,8 @@ class TreeCVSearchCV(BaseSearchCV):
         "method": [StrOptions(set(METHODS)), Backend],
         "random_state": ["random_state"],
         "return_run_info": ["boolean"],
+        "racing": ["boolean"],
+        "racing_alpha": [Interval(numbers.Real, 0, 1, closed="neither")],
     }
 
     def __init__(
@@ -231,6 +271,8 @@ class TreeCVSearchCV(BaseSearchCV):
         return_train_score=False,
         pre_dispatch="2*n_jobs",
         return_run_info=False,
+        racing=False,
+        racing_alpha=0.05,
     ):
         super().__init__(
             estimator=estimator,
@@ -250,6 +292,8 @@ class TreeCVSearchCV(BaseSearchCV):
         self.method = method
         self.random_state = random_state
         self.return_run_info = return_run_info
+        self.racing = racing
+        self.racing_alpha = racing_alpha
 
     def _candidates(self) -> list[dict]:
         if (self.param_grid is None) == (self.param_distributions is None):
@@ -506,21 +550,26 @@ class TreeCVSearchCV(BaseSearchCV):
                 self.estimator, candidate_params, store=store is not None
             )
             contexts = _split_contexts(callback_ctx, n_candidates, n_splits)
-            ran = parallel(
-                delayed(_evaluate_candidate)(
-                    core,
-                    resolved[i],
-                    candidate_params[i],
-                    (i, n_candidates),
-                    self.verbose,
-                    contexts[i],
-                    self,
+            if self.racing:
+                outcomes = race_candidates(
+                    self, core, resolved, candidate_params, contexts
                 )
-                for i in order
-            )
-            outcomes: list[Any] = [None] * n_candidates
-            for i, outcome in zip(order, ran, strict=True):
-                outcomes[i] = outcome
+            else:
+                ran = parallel(
+                    delayed(_evaluate_candidate)(
+                        core,
+                        resolved[i],
+                        candidate_params[i],
+                        (i, n_candidates),
+                        self.verbose,
+                        contexts[i],
+                        self,
+                    )
+                    for i in order
+                )
+                outcomes = [None] * n_candidates
+                for i, outcome in zip(order, ran, strict=True):
+                    outcomes[i] = outcome
             if not outcomes:
                 raise ValueError(
                     "No fits were performed. Was the CV iterator empty? Were there "
@@ -533,14 +582,16 @@ class TreeCVSearchCV(BaseSearchCV):
             runs.extend(resolved)
             candidates_so_far.extend(candidate_params)
             evaluate_candidates.out.extend(out)
-            if self.return_run_info:
-                for key, values in _candidate_columns(outcomes).items():
+            columns = _candidate_columns(outcomes)
+            for key, values in columns.items():
+                if self.return_run_info or (self.racing and key in RACE_COLUMNS):
                     more[key].extend(values)
             for key, value in (more_results or {}).items():
                 more[key].extend(value)
-            evaluate_candidates.results = self._format_results(
-                candidates_so_far, n_splits, evaluate_candidates.out, more
-            )
+            with race_warnings(self.racing, outcomes):
+                evaluate_candidates.results = self._format_results(
+                    candidates_so_far, n_splits, evaluate_candidates.out, more
+                )
             return evaluate_candidates.results
 
         evaluate_candidates.out = []
@@ -622,6 +673,104 @@ class _Outcome:
 
     splits: list[dict]
     columns: dict[str, Any]
+    #: Whether a racing search dropped it before the leaves.
+    dropped: bool = False
+
+
+#: The columns a racing search adds to ``cv_results_``.
+RACE_COLUMNS = ("race_rung", "race_score", "n_samples_fed")
+
+
+def race_candidates(search, core: RunCore, resolved, candidate_params, contexts):
+    """Race the candidates up the ladder (``racing=True``): one outcome each.
+
+    Survivors get their fold scores; a dropped candidate gets NaN fold scores
+    and times, and ``race_rung`` / ``race_score`` say where it stopped.
+    """
+    refit = search.refit if isinstance(search.refit, str) else None
+    metric = refit if isinstance(search.scoring, list | tuple | set | dict) else None
+    racers = race(
+        core,
+        resolved,
+        metric=metric,
+        alpha=search.racing_alpha,
+        n_jobs=search.n_jobs,
+        say=print if search.verbose > 0 else None,
+    )
+    outcomes = []
+    n_candidates = len(resolved)
+    for racer, parameters, split_ctx in zip(
+        racers, candidate_params, contexts, strict=True
+    ):
+        progress = (racer.index, n_candidates)
+        print_starts(search.verbose, parameters, progress, core.plan.n_splits)
+        if split_ctx is not None:
+            SplitHooks(split_ctx, search, core).finish()
+        last = racer.last
+        if racer.leaves is not None:
+            splits = split_dicts(racer.leaves, core)
+            columns = _columns_of(racer.leaves, racer.resolved.backend)
+            print_splits(search.verbose, parameters, progress, splits)
+        else:
+            splits = _dropped_splits(core)
+            columns = {"n_samples_fed": 0, "backend": racer.resolved.backend.name}
+        columns["race_rung"] = 0 if last is None else int(last.level)
+        columns["race_score"] = racer.rungs[-1] if racer.rungs else np.nan
+        if last is not None:
+            columns["n_samples_fed"] = int(last.n_samples_fed)
+        outcomes.append(_Outcome(splits, columns, racer.dropped_at is not None))
+    return outcomes
+
+
+def _dropped_splits(core: RunCore) -> list[dict]:
+    """The split dicts of a dropped candidate: NaN scores and times."""
+    names = metric_names(core.scoring)
+    multimetric = isinstance(core.scoring, list | tuple | set | dict)
+    nan = {name: np.nan for name in names} if multimetric else np.nan
+    splits = []
+    for split in range(core.plan.n_splits):
+        leaf = int(core.plan.leaf_order[split])
+        entry = {
+            "fit_error": None,
+            "test_scores": nan,
+            "n_test_samples": len(core.plan.test_indices(leaf)),
+            "fit_time": np.nan,
+            "score_time": np.nan,
+        }
+        if core.return_train_score:
+            entry["train_scores"] = nan
+        splits.append(entry)
+    return splits
+
+
+@contextlib.contextmanager
+def race_warnings(racing: bool, outcomes: list[_Outcome]):
+    """Silence scikit-learn's "non-finite scores" warning for dropped candidates
+    (NaN by design) when every candidate that ran to the leaves is finite."""
+    dropped = [o.dropped for o in outcomes]
+    survivors_finite = all(
+        np.isfinite(_flat_scores(o.splits)).all()
+        for o, gone in zip(outcomes, dropped, strict=True)
+        if not gone
+    )
+    with warnings.catch_warnings():
+        if racing and any(dropped) and survivors_finite:
+            warnings.filterwarnings(
+                "ignore", message="One or more of the .* scores are non-finite"
+            )
+        yield
+
+
+def _flat_scores(splits: list[dict]) -> np.ndarray:
+    values = []
+    for split in splits:
+        for key in ("test_scores", "train_scores"):
+            score = split.get(key)
+            if isinstance(score, dict):
+                values.extend(score.values())
+            elif score is not None:
+                values.append(score)
+    return np.asarray(values, dtype=float)
 
 
 def _evaluate_candidate(

@@ -1,0 +1,224 @@
+"""Racing a search's candidates up the tree's ladder of CV estimates.
+
+Walked level by level (:meth:`RunCore.run_levels`), a candidate's tree gives
+after level ``l`` a complete ``2**l``-fold CV over all rows. A racing
+:class:`~sklearn_ext.TreeCVSearchCV` advances every candidate one rung at a
+time and, after each rung but the last, drops the candidates whose rung
+estimate is clearly worse than the leader's: a one-sided paired t-test over
+the rung's parts (the same held-out rows for every candidate), its variance
+moderated across the candidates, in the spirit of CVST (Krueger, Panknin and
+Braun, JMLR 16, 2015), which drops configurations by sequential tests on
+growing subsets. Only the survivors run to the leaves and get fold scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from traceback import format_exc
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy import stats
+
+from sklearn_ext.model_selection._backends import LeafTable
+from sklearn_ext.model_selection._core import Resolved, RunCore, _failed_table
+from sklearn_ext.model_selection._levels import LevelEstimate, n_levels
+
+__all__ = ["PRIOR_DF", "Racer", "race", "drop_test"]
+
+#: The weight, in parts, of the spread shared by the candidates of a rung in
+#: each candidate's variance (the prior degrees of freedom of the moderated
+#: t-test): rung 1 has two parts, one degree of freedom of its own.
+PRIOR_DF = 4
+
+
+@dataclass
+class Racer:
+    """One candidate in the race: its level generator and how far it got."""
+
+    index: int
+    resolved: Resolved
+    levels: Any = None
+    last: LevelEstimate | None = None
+    #: The rung at which the race dropped it (``None``: it ran to the leaves).
+    dropped_at: int | None = None
+    #: The leaves: the survivor's table, or a failed run's ``error_score`` rows.
+    leaves: LeafTable | None = None
+    #: The raced metric's estimate at each rung reached.
+    rungs: list[float] = field(default_factory=list)
+    #: The name of the raced metric in the rungs' ``scores``.
+    key: str = "score"
+
+    @property
+    def running(self) -> bool:
+        return self.dropped_at is None and self.leaves is None
+
+
+def race(
+    core: RunCore,
+    resolved: list[Resolved],
+    *,
+    metric: str | None,
+    alpha: float,
+    n_jobs=None,
+    say=None,
+) -> list[Racer]:
+    """Run ``resolved`` rung by rung, dropping the clearly worse after each.
+
+    ``metric`` names the score raced on (``None``: the one metric). Each rung
+    of the running candidates is computed in parallel threads (``n_jobs``).
+    ``say(message)`` hears what each rung dropped. Returns one :class:`Racer`
+    per candidate, in order: survivors hold their ``leaves``, dropped ones
+    their last rung.
+    """
+    racers = [Racer(i, r, core.run_levels(r)) for i, r in enumerate(resolved)]
+    parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
+    n_rungs = 0
+    try:
+        while any(r.running for r in racers):
+            running = [r for r in racers if r.running]
+            parallel(delayed(_advance)(core, r, metric) for r in running)
+            n_rungs += 1
+            rung = [r for r in running if r.running and r.last is not None]
+            dropped = _drop(rung, alpha / max(1, _n_tests(core)))
+            if say is not None and rung:
+                say(
+                    f"[race] rung {rung[0].last.level}: dropped {len(dropped)} of "
+                    f"{len(rung)} candidates"
+                )
+    finally:
+        for racer in racers:
+            racer.levels.close()
+    return racers
+
+
+def _n_tests(core: RunCore) -> int:
+    """The rungs that test (all but the leaves'): the Bonferroni divisor."""
+    return max(1, n_levels(core.plan) - 1)
+
+
+def _advance(core: RunCore, racer: Racer, metric: str | None) -> None:
+    """One more rung of ``racer``; a failed run gets ``error_score`` leaves."""
+    try:
+        estimate = next(racer.levels)
+    except StopIteration:
+        raise RuntimeError("The tree's levels ended before the leaves.") from None
+    except Exception:
+        if core.error_score == "raise":
+            raise
+        racer.leaves = _failed_table(core.task(racer.resolved, core.plan), format_exc())
+        return
+    racer.last = estimate
+    racer.key = _metric_key(estimate, metric)
+    racer.rungs.append(float(estimate.scores[racer.key]))
+    if estimate.final:
+        racer.leaves = estimate.leaves
+
+
+def _metric_key(estimate: LevelEstimate, metric: str | None) -> str:
+    names = [name for name in estimate.scores if not name.startswith("train:")]
+    if metric is not None and metric in names:
+        return metric
+    if metric is None and len(names) == 1:
+        return names[0]
+    raise ValueError(
+        "Racing needs the one metric to race on: with several metrics, 'refit' "
+        f"must name one of {names}. Got refit={metric!r}."
+    )
+
+
+def _drop(rung: list[Racer], alpha: float) -> list[Racer]:
+    """Drop (mark) the racers of one rung clearly worse than its leader."""
+    comparable = [r for r in rung if r.last is not None and not r.last.final]
+    by_level: dict[int, list[Racer]] = {}
+    for racer in comparable:
+        by_level.setdefault(int(racer.last.level), []).append(racer)
+    dropped = []
+    for level, racers in by_level.items():
+        scores = np.array([r.rungs[-1] for r in racers])
+        if len(racers) < 2 or not np.isfinite(scores).any():
+            continue
+        leader = racers[int(np.nanargmax(scores))]
+        worse = drop_test(
+            [_parts(leader)] + [_parts(r) for r in racers],
+            leader.last.part_sizes,
+            alpha,
+        )[1:]
+        for racer, drop in zip(racers, worse, strict=True):
+            if drop and racer is not leader:
+                racer.dropped_at = level
+                dropped.append(racer)
+    return dropped
+
+
+def _parts(racer: Racer) -> np.ndarray:
+    """The part scores of the racer's last rung, of the raced metric."""
+    return np.asarray(racer.last.part_scores[racer.key], dtype=float)
+
+
+def drop_test(
+    part_scores: list[np.ndarray], part_sizes: np.ndarray, alpha: float
+) -> np.ndarray:
+    """Which candidates are clearly worse than the first one (the leader).
+
+    A one-sided paired t-test per candidate over the parts of one rung:
+    ``d_j`` is the leader's score minus the candidate's on part ``j`` (the
+    same held-out rows), ``D = sum_j w_j d_j`` with ``w_j`` the part's share
+    of the rows (exactly the difference of the two rung estimates). The
+    variance of ``d_j`` is the candidate's own sample variance over the parts,
+    moderated toward the candidates' common spread (the median of their
+    variances, divided by the median of a chi-square over its degrees of
+    freedom) with :data:`PRIOR_DF` prior degrees of freedom, as in Smyth's
+    moderated t-test (2004); a candidate is dropped when
+    ``D > t(1 - alpha, PRIOR_DF + parts - 1) * sqrt(sum_j w_j**2) * s``.
+    A candidate as good as the leader in expectation is dropped with
+    probability at most ``alpha`` when part differences are independent and
+    normal.
+
+    Parameters
+    ----------
+    part_scores : list of ndarray of shape (n_parts,)
+        The leader's part scores first, then each candidate's.
+    part_sizes : ndarray of shape (n_parts,)
+        Held-out rows per part.
+    alpha : float
+        The error rate of one test.
+
+    Returns
+    -------
+    drop : ndarray of bool of shape (len(part_scores),)
+        Whether each is clearly worse than the leader (never the leader).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.model_selection._racing import drop_test
+    >>> leader = np.array([0.90, 0.91])
+    >>> close, bad = np.array([0.905, 0.90]), np.array([0.70, 0.72])
+    >>> drop_test([leader, close, bad], np.array([500, 500]), 0.05).tolist()
+    [False, False, True]
+    """
+    scores = np.asarray(part_scores, dtype=float)
+    sizes = np.asarray(part_sizes, dtype=float)
+    weights = sizes / sizes.sum()
+    n_parts = scores.shape[1]
+    diffs = scores[0] - scores  # leader minus candidate, per part
+    D = diffs @ weights
+    drop = np.zeros(len(scores), dtype=bool)
+    if n_parts < 2:
+        return drop
+    own = np.var(diffs, axis=1, ddof=1)
+    finite = np.isfinite(own)
+    finite[0] = False  # the leader against itself has no spread
+    if not finite.any():
+        return drop
+    df = n_parts - 1
+    common = float(np.median(own[finite])) / (stats.chi2.median(df) / df)
+    moderated = (PRIOR_DF * common + df * own) / (PRIOR_DF + df)
+    se = np.sqrt(moderated * np.sum(weights**2))
+    threshold = stats.t.ppf(1 - alpha, PRIOR_DF + df) * se
+    # No spread at all (identical part differences everywhere): no evidence.
+    drop = finite & (se > 0) & (D > threshold)
+    drop[0] = False
+    return drop

@@ -1,0 +1,213 @@
+"""``TreeCVObjective(report="levels")``: the tree's rungs reported (issue 37)."""
+
+from __future__ import annotations
+
+import numpy as np
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+from sklearn.datasets import make_classification
+
+from optuna_treecv import TreeCVObjective, fold_scores
+from optuna_treecv._cli import main
+from optuna_treecv._cli_args import _make_pruner
+from optuna_treecv._ladder import n_levels, reported_levels
+from sklearn_ext.linear_model import PegasosClassifier
+from sklearn_ext.model_selection._backends import PythonTreeBackend
+
+SPACE = {"alpha": FloatDistribution(1e-5, 1e-1, log=True)}
+#: The Python tree walks levels for every partial_fit learner.
+TREE = PythonTreeBackend()
+ALPHA = 1e-3
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_classification(n_samples=600, n_features=8, random_state=0)
+
+
+class PruneAt(optuna.pruners.BasePruner):
+    """Prunes a trial at its ``at``-th report (never with ``None``)."""
+
+    def __init__(self, at: int | None = None) -> None:
+        self.at = at
+        self.asked: list[int] = []
+
+    def prune(self, study, trial) -> bool:
+        self.asked.append(max(trial.intermediate_values))
+        return self.at is not None and len(trial.intermediate_values) >= self.at
+
+
+def one_trial(objective, pruner, alpha=ALPHA) -> optuna.trial.FrozenTrial:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", pruner=pruner)
+    study.enqueue_trial({"alpha": alpha})
+    study.optimize(objective, n_trials=1)
+    return study.trials[0]
+
+
+def spy_levels(objective, monkeypatch) -> list:
+    """Record every estimate the objective pulls from the core's level walk."""
+    pulled: list = []
+    run_levels = objective.core_.run_levels
+
+    def spy(resolved, **kwargs):
+        for estimate in run_levels(resolved, **kwargs):
+            pulled.append(estimate)
+            yield estimate
+
+    monkeypatch.setattr(objective.core_, "run_levels", spy)
+    return pulled
+
+
+def test_reports_are_the_rungs_of_run_levels(data):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=8, report="levels", backend=TREE
+    )
+    pruner = PruneAt(None)
+    trial = one_trial(objective, pruner)
+    core = objective.core_
+    resolved = core.resolve(PegasosClassifier(alpha=ALPHA))
+    rungs = list(core.run_levels(resolved))
+    assert [r.level for r in rungs] == [1, 2, 3]
+    assert trial.intermediate_values == {r.level: r.scores["score"] for r in rungs}
+    cv = trial.user_attrs["cv"]
+    assert cv["level_scores"] == [r.scores["score"] for r in rungs]
+    assert cv["level_n_samples_fed"] == [r.n_samples_fed for r in rungs]
+    assert cv["n_samples_fed"] == rungs[-1].n_samples_fed
+    # The pruner is asked after rungs 1 and 2, never after the leaves' rung.
+    assert pruner.asked == [1, 2]
+
+
+def test_final_value_is_todays_kfold_mean(data):
+    X, y = data
+    values = {}
+    for report in ("levels", "running_mean", None):
+        objective = TreeCVObjective(
+            PegasosClassifier(), SPACE, X, y, cv=8, report=report, backend=TREE
+        )
+        trial = one_trial(objective, PruneAt(None))
+        values[report] = trial.value
+        assert trial.value == pytest.approx(fold_scores(trial).mean(), abs=1e-15)
+    assert values["levels"] == values["running_mean"] == values[None]
+
+
+def test_pruning_stops_feeding_rows(data, monkeypatch):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=16, report="levels", backend=TREE
+    )
+    pulled = spy_levels(objective, monkeypatch)
+    trial = one_trial(objective, PruneAt(1))
+    assert trial.state == TrialState.PRUNED
+    assert len(pulled) == 1 and pulled[0].level == 1
+    cv = trial.user_attrs["cv"]
+    # One pass: every row fed once (half the rows into each of two models).
+    assert cv["n_samples_fed"] == pulled[0].n_samples_fed == len(X)
+    assert cv["pruned_at_level"] == 1
+    assert cv["level_scores"] == [pulled[0].scores["score"]]
+    assert np.isnan(fold_scores(trial)).all()  # no fold finished
+    assert trial.intermediate_values == {1: pulled[0].scores["score"]}
+
+
+def test_a_later_rung_prunes_after_that_rung(data, monkeypatch):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=16, report="levels", backend=TREE
+    )
+    pulled = spy_levels(objective, monkeypatch)
+    trial = one_trial(objective, PruneAt(2))
+    assert trial.state == TrialState.PRUNED
+    assert [r.level for r in pulled] == [1, 2]
+    assert trial.user_attrs["cv"]["n_samples_fed"] == 2 * len(X)
+
+
+def test_reports_are_bounded_by_max_reports(data):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(),
+        SPACE,
+        X,
+        y,
+        cv=64,
+        report="levels",
+        backend=TREE,
+        max_reports=3,
+    )
+    trial = one_trial(objective, PruneAt(None))
+    assert sorted(trial.intermediate_values) == [1, 2, 6]
+    assert len(trial.user_attrs["cv"]["level_scores"]) == 6  # recorded, not reported
+    assert reported_levels(64, 32) == frozenset(range(1, 7))
+    assert n_levels(64) == 6 and n_levels(5) == 3
+
+
+def test_no_levels_walk_without_a_pruner(data, monkeypatch):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=8, report="levels", backend=TREE
+    )
+    pulled = spy_levels(objective, monkeypatch)
+    trial = one_trial(objective, optuna.pruners.NopPruner())
+    assert pulled == [] and trial.intermediate_values == {}
+    assert trial.state == TrialState.COMPLETE
+
+
+def test_multi_objective_does_not_report(data):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=4, report="levels", backend=TREE
+    )
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.optimize(objective, n_trials=1)
+    assert study.trials[0].intermediate_values == {}
+
+
+def test_progress_hears_each_rung(data):
+    X, y = data
+    calls = []
+    objective = TreeCVObjective(
+        PegasosClassifier(),
+        SPACE,
+        X,
+        y,
+        cv=4,
+        report="levels",
+        backend=TREE,
+        progress=lambda *args: calls.append(args[1:]),
+    )
+    one_trial(objective, PruneAt(None))
+    assert calls == [(0, 4, len(X)), (4, 4, 2 * len(X))]
+
+
+@pytest.mark.parametrize("report", ["level", "LEVELS", 1])
+def test_bad_report_is_refused(data, report):
+    X, y = data
+    with pytest.raises(ValueError, match="The 'report' parameter of TreeCVObjective"):
+        TreeCVObjective(PegasosClassifier(), SPACE, X, y, report=report, backend=TREE)
+
+
+def test_cli_tunes_with_levels(tmp_path, capsys):
+    storage = f"sqlite:///{tmp_path / 'cli.db'}"
+    argv = ["tune", "pegasos", "iris", "--cv", "8", "--n-trials", "3"]
+    argv += ["--storage", storage, "--study-name", "s", "--report", "levels"]
+    code = main(argv + ["--no-progress-bar", "--no-baseline"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert study.user_attrs["treecv_report"] == "levels"
+    assert all(sorted(t.intermediate_values) == [1, 2, 3] for t in study.trials[:2])
+
+
+def test_cli_refuses_levels_with_wilcoxon(capsys):
+    code = main(["tune", "sgd", "iris", "--pruner", "wilcoxon", "--report", "levels"])
+    assert code == 2
+    assert "--report per-fold" in capsys.readouterr().err
+
+
+def test_cli_pruners_count_rungs():
+    assert _make_pruner("hyperband", 16, "levels")._max_resource == 4
+    assert _make_pruner("successive-halving", 10_000, "levels")._min_resource == 1
+    assert _make_pruner("hyperband", 16)._max_resource == 16
