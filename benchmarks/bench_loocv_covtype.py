@@ -6,15 +6,24 @@ median wall time of ``--repeats`` runs for fixed and randomized order, the
 time in single passes over the data against log2(2n), and standard LOOCV
 (n independent models) on the first 10,000 rows next to TreeCV on the same rows.
 
-Run: ``python benchmarks/bench_loocv_covtype.py [--repeats 5]``.
+With ``--scaled``, instead: ``make_pipeline(StandardScaler(), PEGASOS)`` on the
+unscaled rows (the native tree with the scaler in its node state, the streaming
+regime of batches of 256 rows) against the bare learner on the rows standardised
+once, leave-one-out and ``--ks`` folds, medians of ``--repeats`` interleaved
+rounds; the goal is a ratio of at most 2.
+
+Run: ``python benchmarks/bench_loocv_covtype.py [--repeats 5]``, or
+``python benchmarks/bench_loocv_covtype.py --scaled [--ks 10,1000] [--repeats 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,20 +34,75 @@ from _native_common import (  # noqa: E402
     chunk_plan,
     covtype_binary,
     native_tree,
+    require,
     standard_cv,
     timed,
 )
+from sklearn.base import clone  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
 
+from sklearn_ext import tree_cross_validate  # noqa: E402
 from sklearn_ext.linear_model import PegasosClassifier  # noqa: E402
+from sklearn_ext.model_selection import TreeCVRegimeWarning  # noqa: E402
 
 ALPHA = 1e-6
+
+
+def scaled_against_bare(ks: list[int], repeats: int) -> None:
+    """Scaled PEGASOS in the native tree against the bare one on scaled rows."""
+    X_scaled, y = covtype_binary(seed=0)
+    with np.load(require("covtype.npz")) as data:
+        X = data["X"].astype(np.float64)
+    X = np.ascontiguousarray(X[np.random.RandomState(0).permutation(len(y))])
+    n = len(y)
+    bare = PegasosClassifier(alpha=ALPHA, fit_intercept=False)
+    scaled = make_pipeline(StandardScaler(), clone(bare))
+    # Said once per run: the pipeline's own fit is not the streaming regime.
+    warnings.filterwarnings("ignore", category=TreeCVRegimeWarning)
+    check = tree_cross_validate(scaled, X[:2000], y[:2000], cv=4, return_run_info=True)
+    print(f"covtype: n={n}; the scaled pipeline runs {check['backend']!r}")
+    print(f"load before: {os.getloadavg()}")
+    plans = {k: chunk_plan(np.arange(n), k, "fixed") for k in ks}
+    times = {(k, kind): [] for k in ks for kind in ("bare", "scaled")}
+    scores = {}
+    for _ in range(repeats):  # interleaved rounds
+        for k in ks:
+            for kind, estimator, data in (
+                ("bare", bare, X_scaled),
+                ("scaled", scaled, X),
+            ):
+                # No run info: tree_cross_validate would also measure the
+                # pipeline's regime gap (its own fit on some folds).
+                result, seconds = timed(
+                    tree_cross_validate, estimator, data, y, cv=plans[k]
+                )
+                times[k, kind].append(seconds)
+                scores[k, kind] = float(np.mean(result["test_score"]))
+    print(f"load after: {os.getloadavg()}")
+    print(f"\n{'k':>8}{'bare s':>10}{'scaled s':>10}{'ratio':>8}{'goal':>6}  accuracy")
+    for k in ks:
+        bare_s = statistics.median(times[k, "bare"])
+        scaled_s = statistics.median(times[k, "scaled"])
+        label = "LOO" if k == n else str(k)
+        print(
+            f"{label:>8}{bare_s:>10.3f}{scaled_s:>10.3f}{scaled_s / bare_s:>8.2f}"
+            f"{'<= 2':>6}  {scores[k, 'bare']:.4f} / {scores[k, 'scaled']:.4f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--standard-rows", type=int, default=10_000)
+    parser.add_argument("--scaled", action="store_true")
+    parser.add_argument("--ks", default="10,1000,loo")
     args = parser.parse_args()
+    if args.scaled:
+        n = covtype_binary(seed=0)[1].shape[0]
+        ks = [n if k == "loo" else int(k) for k in args.ks.split(",")]
+        scaled_against_bare(ks, args.repeats)
+        return
 
     X, y = covtype_binary(seed=0)
     n = len(y)

@@ -1,3 +1,4 @@
+# distutils: extra_compile_args = -ffp-contract=off
 """Native SGD kernel of the linear learners, and its model for the native tree.
 
 One row update serves every learner of ``sklearn_ext.linear_model`` (PEGASOS,
@@ -18,10 +19,20 @@ so a node of the tree is copied with one ``memcpy`` of ``O(K * D)`` doubles.
 """
 
 from cython cimport floating
-from libc.math cimport exp, fabs, isinf, sqrt, NAN
+from libc.math cimport exp, fabs, isfinite, isinf, sqrt, NAN
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 import numpy as np
 
+from sklearn_ext._fast._scaler cimport (
+    SCALER_MAXABS,
+    SCALER_MINMAX,
+    SCALER_STANDARD,
+    range_update,
+    scaler_transform,
+    standard_update,
+)
 from sklearn_ext._fast._tree cimport NativeModel
 
 cdef enum:
@@ -362,9 +373,20 @@ cdef double score_leaf(
     Py_ssize_t n_rows,
     double* buf,                    # n_rows * K scratch
 ) noexcept nogil:
-    cdef Py_ssize_t r, k, best, K = p.n_models
-    cdef double total = 0.0, diff, mean, sst, d
     decision_rows(state, p, data, indices, indptr, rows, n_rows, buf)
+    return leaf_metric(metric, y, rows, n_rows, buf, p.n_models)
+
+
+cdef double leaf_metric(
+    int metric,
+    const double* y,
+    const Py_ssize_t* rows,
+    Py_ssize_t n_rows,
+    const double* buf,              # (n_rows, K) decision values
+    Py_ssize_t K,
+) noexcept nogil:
+    cdef Py_ssize_t r, k, best
+    cdef double total = 0.0, diff, mean, sst, d
     if metric == M_ACCURACY:
         for r in range(n_rows):
             if K == 1:
@@ -513,3 +535,223 @@ cdef class SGDModel(NativeModel):
             state, &self.p, self.metric, self.data64, self.indices, self.indptr,
             self.y, rows, n_rows, work,
         )
+
+
+# -- a running scaler before the learner -------------------------------------------
+#: The scalers ScaledSGDModel runs (scikit-learn class name -> kind).
+SCALERS = {
+    "StandardScaler": SCALER_STANDARD,
+    "MinMaxScaler": SCALER_MINMAX,
+    "MaxAbsScaler": SCALER_MAXABS,
+}
+
+
+cdef class ScaledSGDModel(SGDModel):
+    """A running scaler before the SGD kernel: the streaming regime, in the state.
+
+    The model of ``TreeCVEstimator(StreamingPipeline([scaler, learner]),
+    batch_size=B)``: rows are fed in batches of ``B`` counted from the first
+    row the state ever took; each full batch updates the scaler
+    (``partial_fit``, scikit-learn's operations: ``_scaler.pxd``), is
+    transformed by the updated scaler and fed to the learner row by row. Rows
+    short of a batch wait in the state; a leaf's model feeds them as one last
+    batch of their size (the wrapper's flush), on a copy, before it is scored.
+
+    The state is the learner's (``n_learner_state`` doubles, as
+    :class:`SGDModel`), then the scaler's ``n_samples_seen_`` and its arrays
+    (``mean_``, ``var_``, ``scale_``; ``data_min_``, ``data_max_``,
+    ``scale_``, ``min_``; or ``max_abs_``, ``scale_``), then the number of
+    waiting rows and their row numbers (``B`` slots).
+
+    Parameters
+    ----------
+    params, n_models, data, n_features, y, sample_weight, scoring
+        As :class:`SGDModel`, on dense C-ordered float64 rows only.
+    scaler : dict
+        ``kind`` (a value of :data:`SCALERS`), ``with_mean``, ``with_std``
+        (StandardScaler), ``low``, ``high`` (MinMaxScaler's
+        ``feature_range``), ``clip`` and ``batch_size``.
+    """
+
+    cdef readonly Py_ssize_t n_learner_state, batch_size
+    cdef Py_ssize_t off_scaler, off_pending, n_arrays, n_features
+    cdef int kind
+    cdef bint with_mean, with_std, clip
+    cdef double low, high
+
+    def __init__(
+        self,
+        dict params,
+        Py_ssize_t n_models,
+        data,
+        Py_ssize_t n_features,
+        const double[::1] y,
+        sample_weight=None,
+        scoring=None,
+        dict scaler=None,
+    ):
+        empty = np.empty(0, dtype=np.intp)
+        if data.dtype != np.float64:
+            raise ValueError("ScaledSGDModel takes dense float64 rows only.")
+        super().__init__(
+            params, n_models, data, empty, empty, n_features, y, sample_weight,
+            scoring,
+        )
+        self.kind = scaler["kind"]
+        self.with_mean = scaler.get("with_mean", True)
+        self.with_std = scaler.get("with_std", True)
+        self.clip = scaler.get("clip", False)
+        self.low = scaler.get("low", 0.0)
+        self.high = scaler.get("high", 1.0)
+        self.batch_size = scaler["batch_size"]
+        self.n_features = n_features
+        self.n_arrays = {SCALER_STANDARD: 3, SCALER_MINMAX: 4, SCALER_MAXABS: 2}[
+            self.kind
+        ]
+        self.n_learner_state = self.n_state
+        self.off_scaler = self.n_state
+        self.off_pending = self.off_scaler + 1 + self.n_arrays * n_features
+        self.n_state = self.off_pending + 1 + self.batch_size
+
+    def new_state(self):
+        """A fresh state: no row fed, no scaler statistics, no row waiting."""
+        state = np.zeros(self.n_state)
+        state[: self.n_learner_state] = SGDModel.new_state(self)
+        if self.kind == SCALER_MINMAX:
+            d, start = self.n_features, self.off_scaler + 1
+            state[start : start + d] = np.inf  # data_min_
+            state[start + d : start + 2 * d] = -np.inf  # data_max_
+        return state
+
+    cdef inline double* array(self, double* state, Py_ssize_t i) noexcept nogil:
+        return state + self.off_scaler + 1 + i * self.n_features
+
+    cdef void feed_batch(
+        self, double* state, const double* index, Py_ssize_t n, double* work
+    ) noexcept nogil:
+        """One batch (rows ``index``): the scaler updated, then the learner fed.
+
+        ``work``: 5 ``n_features`` doubles.
+        """
+        cdef Py_ssize_t i, r, d = self.n_features
+        cdef double* count = state + self.off_scaler
+        cdef double* center = self.array(state, 0)
+        cdef double* scale = self.array(state, 2)
+        cdef double* row = work + 4 * d
+        cdef double w
+        if self.kind == SCALER_STANDARD:
+            standard_update(
+                self.data64, index, n, d, center, self.array(state, 1), scale,
+                count[0], self.with_std, work,
+            )
+        elif self.kind == SCALER_MINMAX:
+            center = self.array(state, 3)
+            range_update(
+                self.data64, index, n, d, self.kind, self.array(state, 0),
+                self.array(state, 1), scale, center, self.low, self.high,
+            )
+        else:
+            scale = self.array(state, 1)
+            range_update(
+                self.data64, index, n, d, self.kind, NULL, self.array(state, 0),
+                scale, NULL, 0.0, 0.0,
+            )
+        count[0] += <double>n
+        for i in range(n):
+            r = <Py_ssize_t>index[i]
+            scaler_transform(
+                self.data64 + r * d, row, d, self.kind, center, scale,
+                self.with_mean, self.with_std, self.clip, self.low, self.high,
+            )
+            w = 1.0 if self.sample_weight == NULL else self.sample_weight[r]
+            update_row(state, &self.p, row, <const Py_ssize_t*>NULL, d, self.y[r], w)
+
+    cdef void feed(
+        self, double* state, const Py_ssize_t* rows, Py_ssize_t n_rows
+    ) noexcept nogil:
+        cdef double* waiting = state + self.off_pending
+        cdef Py_ssize_t r, n_waiting = <Py_ssize_t>waiting[0]
+        cdef double* work = NULL
+        for r in range(n_rows):
+            waiting[1 + n_waiting] = <double>rows[r]
+            n_waiting += 1
+            if n_waiting == self.batch_size:
+                if work == NULL:
+                    work = <double*>malloc(5 * self.n_features * sizeof(double))
+                    if work == NULL:
+                        with gil:
+                            raise MemoryError()
+                self.feed_batch(state, waiting + 1, n_waiting, work)
+                n_waiting = 0
+        waiting[0] = <double>n_waiting
+        free(work)
+
+    cdef void flush(self, double* state, double* work) noexcept nogil:
+        """Feed the waiting rows as one last batch (the leaf's model)."""
+        cdef double* waiting = state + self.off_pending
+        cdef Py_ssize_t n_waiting = <Py_ssize_t>waiting[0]
+        if n_waiting > 0:
+            self.feed_batch(state, waiting + 1, n_waiting, work)
+            waiting[0] = 0.0
+
+    cdef Py_ssize_t score_work_size(self, Py_ssize_t n_rows) noexcept nogil:
+        return self.n_state + 5 * self.n_features + n_rows * self.p.n_models
+
+    cdef double score(
+        self, const double* state, const Py_ssize_t* rows, Py_ssize_t n_rows,
+        double* work,
+    ) noexcept nogil:
+        cdef Py_ssize_t r, k, K = self.p.n_models, d = self.n_features
+        cdef double* leaf = work
+        cdef double* scratch = work + self.n_state
+        cdef double* buf = scratch + 5 * d
+        cdef double* center
+        cdef double* scale
+        memcpy(leaf, state, self.n_state * sizeof(double))
+        self.flush(leaf, scratch)
+        for r in range(self.n_learner_state):
+            if not isfinite(leaf[r]):
+                return NAN  # overflowed: reported when the leaf is rebuilt
+        center = self.array(leaf, 3 if self.kind == SCALER_MINMAX else 0)
+        scale = self.array(leaf, 1 if self.kind == SCALER_MAXABS else 2)
+        for r in range(n_rows):
+            scaler_transform(
+                self.data64 + rows[r] * d, scratch, d, self.kind, center, scale,
+                self.with_mean, self.with_std, self.clip, self.low, self.high,
+            )
+            for k in range(K):
+                buf[r * K + k] = decision_row(
+                    leaf, &self.p, k, scratch, <const Py_ssize_t*>NULL, d
+                )
+        return leaf_metric(self.metric, self.y, rows, n_rows, buf, K)
+
+    def flushed(self, const double[::1] state):
+        """A copy of ``state`` with its waiting rows fed (a leaf's model)."""
+        if state.shape[0] != self.n_state:
+            raise ValueError(
+                f"A state of ScaledSGDModel has {self.n_state} values; got "
+                f"{state.shape[0]}."
+            )
+        out = np.array(state, dtype=np.float64)
+        work = np.empty(5 * self.n_features + 1)
+        cdef double[::1] out_view = out
+        cdef double[::1] work_view = work
+        with nogil:
+            self.flush(&out_view[0], &work_view[0])
+        return out
+
+    def scaler_arrays(self, const double[::1] state):
+        """``n_samples_seen_`` and the scaler's arrays in ``state``, as a dict."""
+        d, start = self.n_features, self.off_scaler + 1
+        arrays = [
+            np.array(state[start + i * d : start + (i + 1) * d])
+            for i in range(self.n_arrays)
+        ]
+        names = {
+            SCALER_STANDARD: ("mean_", "var_", "scale_"),
+            SCALER_MINMAX: ("data_min_", "data_max_", "scale_", "min_"),
+            SCALER_MAXABS: ("max_abs_", "scale_"),
+        }[self.kind]
+        result = dict(zip(names, arrays))
+        result["n_samples_seen_"] = float(state[self.off_scaler])
+        return result

@@ -20,9 +20,10 @@ off for this module (the ``distutils`` line above), as in scikit-learn's own
 build, so that every product is rounded as there.
 """
 
-from libc.math cimport isfinite, pow, sqrt
+from libc.math cimport isfinite, pow
 from libc.stdint cimport uint32_t
-from libc.string cimport memcpy
+
+from sklearn_ext._fast._scaler cimport SCALER_STANDARD, scaler_transform, standard_update
 
 cdef enum:
     # Losses (scikit-learn's Hinge, SquaredHinge, ModifiedHuber).
@@ -41,7 +42,6 @@ LEARNING_RATES = {"constant": R_CONSTANT, "optimal": R_OPTIMAL,
 
 cdef double MAX_DLOSS = 1e12
 cdef double WSCALE_RESET = 1e-9
-cdef double EPS = 2.220446049250313e-16  # float64 machine epsilon
 
 
 cdef inline uint32_t rand_r(uint32_t* seed) noexcept nogil:
@@ -87,56 +87,12 @@ cdef inline double gradient(int loss, double threshold, double y, double p) noex
     return -4.0 * y
 
 
-cdef void update_scaler(
+cdef inline void update_scaler(
     const double* X, Py_ssize_t n, Py_ssize_t d, double* mean, double* var,
     double* scale, double last_count, bint with_std, double* work,
 ) noexcept nogil:
-    """``StandardScaler.partial_fit`` of ``n`` rows (no NaN, unit weights)."""
-    cdef Py_ssize_t i, j
-    cdef double new_count = <double>n
-    cdef double updated = last_count + new_count
-    cdef double last_sum, new_sum, T, correction, new_var, last_over_new, diff
-    cdef double* sums = work
-    cdef double* corrections = work + d
-    cdef double* squares = work + 2 * d
-    cdef double* means = work + 3 * d
-    cdef const double* row
-    for j in range(d):
-        sums[j] = 0.0
-        corrections[j] = 0.0
-        squares[j] = 0.0
-    for i in range(n):  # np.sum(X, axis=0): row after row
-        row = X + i * d
-        for j in range(d):
-            sums[j] += row[j]
-    if with_std:
-        for j in range(d):
-            means[j] = sums[j] / new_count
-        for i in range(n):
-            row = X + i * d
-            for j in range(d):
-                diff = row[j] - means[j]
-                corrections[j] += diff
-                squares[j] += diff * diff
-    last_over_new = last_count / new_count
-    for j in range(d):
-        last_sum = mean[j] * last_count
-        new_sum = sums[j]
-        mean[j] = (last_sum + new_sum) / updated
-        if not with_std:
-            continue
-        correction = corrections[j]
-        new_var = squares[j] - correction * correction / new_count
-        diff = last_sum / last_over_new - new_sum
-        var[j] = (
-            var[j] * last_count + new_var + last_over_new / updated * (diff * diff)
-        ) / updated
-        # _is_constant_feature, then _handle_zeros_in_scale.
-        diff = updated * mean[j] * EPS
-        if var[j] <= updated * EPS * var[j] + diff * diff:
-            scale[j] = 1.0
-        else:
-            scale[j] = sqrt(var[j])
+    """``StandardScaler.partial_fit`` of ``n`` contiguous rows (``_scaler.pxd``)."""
+    standard_update(X, NULL, n, d, mean, var, scale, last_count, with_std, work)
 
 
 cdef void transform(
@@ -144,18 +100,12 @@ cdef void transform(
     const double* mean, const double* scale, bint with_mean, bint with_std,
 ) noexcept nogil:
     """``StandardScaler.transform``: ``X -= mean_``, then ``X /= scale_``."""
-    cdef Py_ssize_t r, i, j
+    cdef Py_ssize_t r
     for r in range(size // d):
-        i = r * d
-        if with_mean and with_std:
-            for j in range(d):
-                out[i + j] = (X[i + j] - mean[j]) / scale[j]
-        elif with_mean:
-            for j in range(d):
-                out[i + j] = X[i + j] - mean[j]
-        else:
-            for j in range(d):
-                out[i + j] = X[i + j] / scale[j]
+        scaler_transform(
+            X + r * d, out + r * d, d, SCALER_STANDARD, mean, scale, with_mean,
+            with_std, False, 0.0, 0.0,
+        )
 
 
 cdef int sgd_epoch(

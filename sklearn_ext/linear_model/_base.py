@@ -139,9 +139,26 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
     def _init_state(self, n_features: int) -> None:
         self._state = _sgd.new_state(self._n_models(), n_features, self._average)
 
-    def _kernel(self, X, y_encoded, sample_weight, scoring=None) -> _sgd.SGDModel:
-        """The row kernel on the validated ``X`` (see :class:`_sgd.SGDModel`)."""
+    def _kernel(
+        self, X, y_encoded, sample_weight, scoring=None, scaler=None
+    ) -> _sgd.SGDModel:
+        """The row kernel on the validated ``X`` (see :class:`_sgd.SGDModel`).
+
+        ``scaler`` (a dict, see :class:`_sgd.ScaledSGDModel`): a running scaler
+        before the learner, on dense float64 ``X``.
+        """
         data, indices, indptr = as_kernel_input(X)
+        if scaler is not None:
+            return _sgd.ScaledSGDModel(
+                self._kernel_params(),
+                self._n_models(),
+                data,
+                X.shape[1],
+                np.ascontiguousarray(y_encoded, dtype=np.float64),
+                sample_weight,
+                scoring,
+                scaler,
+            )
         return _sgd.SGDModel(
             self._kernel_params(),
             self._n_models(),
@@ -275,13 +292,21 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
             )
         return y
 
-    def _native_model(self, task):
+    #: The native tree may run this learner after a running scaler in a
+    #: pipeline (:class:`~sklearn_ext._fast._sgd.ScaledSGDModel`).
+    _native_scaled = True
+
+    def _native_model(self, task, scaler=None):
         """The kernel on a CV task's data, for the native tree.
 
         Parameters
         ----------
         task : CVTask
             The run (``X``, ``y``, ``fit_params``, ``classes``, ``scoring``).
+        scaler : dict, default=None
+            A running scaler before this learner (the ``scaler`` of
+            :class:`~sklearn_ext._fast._sgd.ScaledSGDModel`); ``X`` must then
+            be dense.
 
         Returns
         -------
@@ -289,7 +314,8 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
             The row kernel, scoring leaves in C when ``task.metric`` (the
             run's native metric) is one of ``_native_metrics``.
         rebuild : callable
-            ``rebuild(state)`` is this estimator fitted to the model ``state``.
+            ``rebuild(state)`` is this estimator fitted to the model ``state``
+            (the learner's part of it, after a scaler).
         """
         self._validate_params()
         X = check_array(
@@ -308,7 +334,7 @@ class BaseNativeSGD(FittedStateMixin, PrefixEpochMixin, BaseEstimator):
             )
         sample_weight = self._sample_weight(task.fit_params.get("sample_weight"), X)
         scoring = task.metric if task.metric in self._native_metrics else None
-        model = self._kernel(X, y, sample_weight, scoring)
+        model = self._kernel(X, y, sample_weight, scoring, scaler)
         classes, n_features = getattr(self, "classes_", None), X.shape[1]
 
         def rebuild(state: np.ndarray) -> BaseNativeSGD:

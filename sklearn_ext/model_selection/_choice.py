@@ -54,7 +54,11 @@ def _svm_like(estimator) -> bool:
 
 
 def _native_like(estimator) -> bool:
-    """A learner with a native kernel: what the native tree may accept."""
+    """A learner with a native kernel, alone or last in a pipeline: what the
+    native tree may accept (its ``accepts`` judges the other steps)."""
+    steps = getattr(estimator, "steps", None)
+    if isinstance(steps, list) and steps:
+        estimator = steps[-1][1]
     return callable(getattr(estimator, "_native_model", None))
 
 
@@ -248,7 +252,10 @@ def resolve_backend(
     explicitly raises a ``TypeError`` with the reason. The warning goes
     through ``say`` (the run core's, which says each note once per search or
     study) when given; the fallback of a learner without ``partial_fit``
-    goes to ``note`` (a callable taking the message), not to a warning.
+    goes to ``note`` (a callable taking the message), not to a warning, and
+    so does a refusal of a faster engine when a slower one of the same method
+    runs the estimator (a scaled pipeline the native tree refuses, run by the
+    Python tree): what is scored is the same, only the speed differs.
     """
     owner = type(estimator).__name__
     if isinstance(method, Backend):
@@ -275,12 +282,18 @@ def resolve_backend(
         backend = cls()
         reason = None if X is None else backend.refusal(estimator, X, y)
         if reason is None:
+            if refusals and note is not None:
+                # A faster engine passed: say why, with the engine that runs.
+                note(
+                    f"The {refusals[-1][0]} backend cannot run {owner} "
+                    f"({refusals[-1][1]}); the {backend.name} backend runs it."
+                )
             return backend
         if method != "auto":
             _refuse_named(backend, estimator, X, y, f"method={method!r}")
-        refusals.append(reason)
+        refusals.append((backend.name, reason))
     _cannot_run(estimator, method)
-    return _fall_back(estimator, refusals, say, note)
+    return _fall_back(estimator, [reason for _, reason in refusals], say, note)
 
 
 def _fall_back(estimator, refusals: list[str], say, note) -> Backend:

@@ -8,10 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.base import clone
 
 from sklearn_ext._fast import _tree
 from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
+from sklearn_ext.model_selection._native_scaled import (
+    native_model,
+    scaled_parts,
+    scaled_refusal,
+)
 
 __all__ = ["NativeTreeBackend"]
 
@@ -45,6 +49,12 @@ class NativeTreeBackend(Backend):
     without the GIL (threads rather than joblib workers, because the subtrees
     share the kernel's data and write into the same result columns).
 
+    A ``Pipeline`` of a ``StandardScaler``, ``MinMaxScaler`` or
+    ``MaxAbsScaler`` and a linear learner runs here too, in the streaming
+    regime of every pipeline through the tree: the scaler's running
+    statistics and the rows waiting for a full batch are part of the node
+    state (:mod:`._native_scaled`), so its fold models are the Python tree's.
+
     See ``docs/architecture.md`` ("Adding a native learner") for the model
     interface.
 
@@ -69,10 +79,16 @@ class NativeTreeBackend(Backend):
 
     @classmethod
     def accepts(cls, estimator) -> bool:
-        return callable(getattr(estimator, "_native_model", None))
+        return (
+            callable(getattr(estimator, "_native_model", None))
+            or scaled_parts(estimator) is not None
+        )
+
+    def refusal(self, estimator, X, y) -> str | None:
+        return scaled_refusal(estimator, X)
 
     def run(self, task: CVTask) -> LeafTable:
-        model, rebuild = clone(task.estimator)._native_model(task)
+        model, rebuild = native_model(task)
         run = _NativeRun(task, model, rebuild)
         plan = task.plan
         root_state = model.new_state()
