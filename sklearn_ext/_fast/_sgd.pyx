@@ -711,7 +711,9 @@ cdef class ScaledSGDModel(SGDModel):
         self.flush(leaf, scratch)
         for r in range(self.n_learner_state):
             if not isfinite(leaf[r]):
-                return NAN  # overflowed: reported when the leaf is rebuilt
+                # Overflowed in the waiting rows alone (an overflow before
+                # them stops the walker): a NaN score, as for a failed fold.
+                return NAN
         center = self.array(leaf, 3 if self.kind == SCALER_MINMAX else 0)
         scale = self.array(leaf, 1 if self.kind == SCALER_MAXABS else 2)
         for r in range(n_rows):
