@@ -13,16 +13,22 @@ import weakref
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.datasets import make_classification
 from sklearn.linear_model import SGDClassifier
-from sklearn.metrics import accuracy_score, balanced_accuracy_score
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, r2_score
 from sklearn.model_selection import LeaveOneOut
 from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_ext import LevelEstimate, tree_cross_validate
+from sklearn_ext import (
+    LeastSquaresSGDRegressor,
+    LevelEstimate,
+    PegasosClassifier,
+    tree_cross_validate,
+)
 from sklearn_ext.model_selection import (
+    NativeTreeBackend,
     PythonTreeBackend,
     StandardBackend,
 )
@@ -75,10 +81,10 @@ def _path(plan, node):
 def _hand_made(estimator, X, y, plan, node, metrics):
     """The node's model by hand: fed its path's rows in order, scored on its rows."""
     model = clone(estimator)
-    classes = np.unique(y)
+    classes = np.unique(y) if is_classifier(model) else None
     for i, step in enumerate(_path(plan, node)):
         rows = plan.feed(*step)
-        if i == 0:
+        if i == 0 and classes is not None:
             model.partial_fit(X[rows], y[rows], classes=classes)
         else:
             model.partial_fit(X[rows], y[rows])
@@ -90,6 +96,7 @@ def _hand_made(estimator, X, y, plan, node, metrics):
 BACKENDS = {
     "python": (PythonTreeBackend(), _sgd),
     "python-noshortcuts": (PythonTreeBackend(shortcuts=False), _sgd),
+    "native": (NativeTreeBackend(), lambda: PegasosClassifier(random_state=0)),
 }
 
 
@@ -160,6 +167,17 @@ def test_the_rows_scored_at_each_level_partition_the_data():
         every = np.concatenate([scored_rows[n] for n in nodes])
         assert_array_equal(np.sort(every), np.arange(len(X)))
         seen.clear()
+
+
+def test_python_and_native_engines_give_the_same_levels():
+    X, y = _data()
+    est = PegasosClassifier(random_state=0)
+    native = list(_levels_of(est, X, y, NativeTreeBackend(), 10))
+    python = list(_levels_of(est, X, y, PythonTreeBackend(), 10))
+    for a, b in zip(native, python, strict=True):
+        assert_array_equal(a.part_scores["score"], b.part_scores["score"])
+        assert_array_equal(a.part_sizes, b.part_sizes)
+        assert a.n_samples_fed == b.n_samples_fed
 
 
 def _levels_of(estimator, X, y, backend, cv, **kwargs):
@@ -299,3 +317,74 @@ def test_tree_cross_validate_returns_levels_only_when_asked():
     sizes = final.part_sizes
     by_leaf = final.leaves.scores["score"][np.argsort(final.leaves.leaf)]
     assert final.scores["score"] == pytest.approx(np.average(by_leaf, weights=sizes))
+
+
+@pytest.mark.parametrize("scoring", [["accuracy", "f1_macro"], "f1_macro"])
+def test_native_levels_scored_in_python(scoring):
+    # Metrics the kernel does not compute: each node's model rebuilt and scored.
+    X, y = _data()
+    est = PegasosClassifier(random_state=0)
+    core, resolved = _core(
+        est, X, y, NativeTreeBackend(), 6, "randomized", scoring=scoring
+    )
+    names = ["score"] if isinstance(scoring, str) else scoring
+    metrics = {
+        name: accuracy_score if name == "accuracy" else _f1_macro for name in names
+    }
+    levels = list(core.run_levels(resolved))
+    for level, nodes in zip(levels, _nodes_by_level(core.plan), strict=True):
+        hand = [_hand_made(est, X, y, core.plan, n, metrics) for n in nodes]
+        for name in names:
+            assert_allclose(
+                level.part_scores[name], [h[name] for h in hand], rtol=1e-12
+            )
+    theirs = core.run(resolved).by_split()
+    for name in names:
+        assert_array_equal(
+            levels[-1].leaves.by_split().scores[name], theirs.scores[name]
+        )
+
+
+def _f1_macro(y_true, y_pred):
+    return f1_score(y_true, y_pred, average="macro")
+
+
+def test_native_regressor_levels():
+    # R^2 in the kernel (not additive over blocks of rows: scored node by node).
+    X, y = _data()
+    y = X[:, 0] - 0.5 * X[:, 1] + 0.1 * np.sin(np.arange(len(X)))
+    est = LeastSquaresSGDRegressor(random_state=0)
+    core, resolved = _core(est, X, y, NativeTreeBackend(), 10, "randomized")
+    levels = list(core.run_levels(resolved))
+    for level, nodes in zip(levels, _nodes_by_level(core.plan), strict=True):
+        hand = [_hand_made(est, X, y, core.plan, n, {"score": r2_score}) for n in nodes]
+        assert_allclose(
+            level.part_scores["score"], [h["score"] for h in hand], rtol=1e-9
+        )
+    theirs = core.run(resolved).by_split()
+    ours = levels[-1].leaves.by_split()
+    assert_array_equal(ours.scores["score"], theirs.scores["score"])
+
+
+@pytest.mark.parametrize("scoring", [None, "f1_macro"])
+def test_native_levels_raise_the_learners_overflow_error(scoring):
+    X, y = _data(n_samples=120)
+    X = X + 1.0  # no zero rows
+    with pytest.raises(ValueError, match=r"overflowed .* step size \(eta_t"):
+        tree_cross_validate(
+            PegasosClassifier(), X * 1e150, y, cv=8, scoring=scoring, return_levels=True
+        )
+
+
+def test_four_rows_at_a_time_score_as_one_row_at_a_time():
+    # The kernel's decision values of dense rows come four at a time (for the
+    # leaves and each level): bit-identical to one row at a time.
+    X, y = _data(n_samples=203)
+    for est in (PegasosClassifier(), LeastSquaresSGDRegressor()):
+        est.fit(X, y if is_classifier(est) else X[:, 0])
+        together = est.decision_function(X) if is_classifier(est) else est.predict(X)
+        alone = [
+            (est.decision_function if is_classifier(est) else est.predict)(X[i : i + 1])
+            for i in range(len(X))
+        ]
+        assert_array_equal(together, np.concatenate(alone))

@@ -303,6 +303,51 @@ cdef double decision_row(
     return dot * factor
 
 
+cdef void decision_block(
+    const double* state,
+    Params* p,
+    Py_ssize_t k,
+    const floating* data,
+    const Py_ssize_t* rows,
+    double* out,                    # out[m * K]: row m's value of model k
+) noexcept nogil:
+    """:func:`decision_row` of 4 dense rows at once, each with the same operations.
+
+    A dot product is a chain of dependent additions; four independent chains
+    keep the processor busy (scoring a leaf or a level of the tree runs here,
+    about twice as fast), and each row's value is bit-identical to
+    :func:`decision_row`'s.
+    """
+    cdef Py_ssize_t K = p.n_models, D = p.n_coef, n_features = D - 1, j
+    cdef const double* v
+    cdef const floating* x0 = data + rows[0] * n_features
+    cdef const floating* x1 = data + rows[1] * n_features
+    cdef const floating* x2 = data + rows[2] * n_features
+    cdef const floating* x3 = data + rows[3] * n_features
+    cdef double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0, factor, b
+    if p.average:
+        v = state + 2 + 2 * K + K * D + k * D
+        factor = 0.0 if state[1] == 0.0 else 1.0 / state[1]
+    else:
+        v = state + 2 + 2 * K + k * D
+        factor = state[2 + k]
+    for j in range(n_features):
+        d0 += v[j] * x0[j]
+        d1 += v[j] * x1[j]
+        d2 += v[j] * x2[j]
+        d3 += v[j] * x3[j]
+    if p.fit_intercept:
+        b = v[D - 1] * p.intercept_scaling
+        d0 += b
+        d1 += b
+        d2 += b
+        d3 += b
+    out[0] = d0 * factor
+    out[K] = d1 * factor
+    out[2 * K] = d2 * factor
+    out[3 * K] = d3 * factor
+
+
 cdef void decision_rows(
     const double* state,
     Params* p,
@@ -313,8 +358,18 @@ cdef void decision_rows(
     Py_ssize_t n_rows,
     double* out,                    # (n_rows, K)
 ) noexcept nogil:
-    cdef Py_ssize_t r, i, k, K = p.n_models, n_features = p.n_coef - 1
-    for r in range(n_rows):
+    cdef Py_ssize_t r = 0, i, k, q, K = p.n_models, n_features = p.n_coef - 1
+    cdef Py_ssize_t row_bytes = n_features * sizeof(floating)
+    if indptr == NULL:  # dense rows, four at a time
+        while r + 4 <= n_rows:
+            if r + 4 + PREFETCH_AHEAD <= n_rows:
+                for i in range(r + PREFETCH_AHEAD, r + PREFETCH_AHEAD + 4):
+                    for q in range(0, row_bytes, 64):
+                        SKX_PREFETCH(<const char*>(data + rows[i] * n_features) + q)
+            for k in range(K):
+                decision_block(state, p, k, data, rows + r, out + r * K + k)
+            r += 4
+    for r in range(r, n_rows):
         i = rows[r]
         for k in range(K):
             if indptr == NULL:

@@ -170,11 +170,21 @@ class LevelEngine(Protocol):
         Returns the rows fed and the seconds spent.
         """
 
+    def feed_scoring(self, parent, node, sibling, state, scored):
+        """:meth:`feed`, and the scores of ``scored`` (the sibling's finished
+        model) on the rows fed, which are the sibling's held-out rows, in the
+        same pass over them: ``(rows, seconds, (scores, score_seconds))``, or
+        ``(rows, seconds, None)`` when the engine scores them apart.
+        """
+
     def score(self, node, state) -> tuple[dict[str, float], float]:
         """The test scores of an internal node's model on its held-out rows."""
 
-    def leaf(self, leaf: int, state, n_fed: int, fit_time: float):
-        """Score and report (``task.emit``) a leaf; its ``LeafResult``."""
+    def leaf(self, leaf: int, state, n_fed: int, fit_time: float, scored=None):
+        """Score and report (``task.emit``) a leaf; its ``LeafResult``.
+
+        ``scored``: its ``(scores, seconds)`` from :meth:`feed_scoring`, if any.
+        """
 
 
 class _Meter:
@@ -206,7 +216,7 @@ def walk_levels(
     """Walk the tree of ``plan`` breadth first; one :class:`LevelEstimate` per level.
 
     Each level is grown from the previous one (a node's left child trains on a
-    copy of its model, its right child on the model itself), then every new
+    copy of its model, its right child on the model itself) and every new
     node is scored on its held-out rows. Rows fed and training time are
     reported at the leaf the depth-first walk reports them at (the leftmost
     leaf below the node fed), so the final leaves equal the depth-first run's.
@@ -220,12 +230,7 @@ def walk_levels(
     n_fed, level = 0, 0
     while any(part.node[0] != part.node[1] for part in parts):
         level += 1
-        grown, n_fed = _grow(plan, engine, parts, n_fed)
-        parts = []
-        for part in grown:
-            if part.scores is None:  # a new node: scored now, once
-                _score(engine, part, leaves)
-            parts.append(part)
+        parts, n_fed = _grow(plan, engine, parts, n_fed, leaves)
         sizes = [bounds[p.node[1] + 1] - bounds[p.node[0]] for p in parts]
         scores = {n: [p.scores.get(n, np.nan) for p in parts] for n in names}
         final = all(part.node[0] == part.node[1] for part in parts)
@@ -233,8 +238,12 @@ def walk_levels(
         yield LevelEstimate.of_parts(level, scores, sizes, n_fed, done)
 
 
-def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int):
-    """The next level's parts (leaves carried as they are) and the rows fed."""
+def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list):
+    """The next level's parts, scored (leaves carried as they are); the rows fed.
+
+    A node's children are scored as soon as both are fed; the engine may
+    score the left child while it feeds the right one the same rows.
+    """
     grown = []
     for part in parts:
         start, end = part.node
@@ -247,22 +256,31 @@ def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int):
         left_part = _Part(left, engine.fork(part.state), part.meter)
         right_part = _Part(right, part.state, _Meter())
         part.state = None  # the right child owns the parent's model now
-        for child, sibling in ((left_part, right), (right_part, left)):
-            n, seconds = engine.feed(part.node, child.node, sibling, child.state)
-            child.meter.n_samples_fed += n
-            child.meter.fit_time += seconds
-            n_fed += n
+        n, seconds = engine.feed(part.node, left, right, left_part.state)
+        left_part.meter.n_samples_fed += n
+        left_part.meter.fit_time += seconds
+        # The right child is fed the left child's rows: the left child, now
+        # trained, may be scored on them in the same pass.
+        n_right, seconds, scored = engine.feed_scoring(
+            part.node, right, left, right_part.state, left_part.state
+        )
+        right_part.meter.n_samples_fed += n_right
+        right_part.meter.fit_time += seconds
+        n_fed += n + n_right
+        _score(engine, left_part, leaves, scored)
+        _score(engine, right_part, leaves)
         grown += [left_part, right_part]
     return grown, n_fed
 
 
-def _score(engine: LevelEngine, part: _Part, leaves: list) -> None:
+def _score(engine: LevelEngine, part: _Part, leaves: list, scored=None) -> None:
     start, end = part.node
     if start != end:
-        part.scores, _ = engine.score(part.node, part.state)
+        scores, _ = engine.score(part.node, part.state) if scored is None else scored
+        part.scores = scores
         return
     fed, fit_time = part.meter.take()
-    result = engine.leaf(start, part.state, fed, fit_time)
+    result = engine.leaf(start, part.state, fed, fit_time, scored)
     leaves.append(result)
     part.scores = result.scores
     part.state = None  # a leaf is not fed again: its model is dropped
@@ -293,10 +311,13 @@ class TreeLevels:
         self.run.fit(state, self.run.fed(node, sibling), meter)
         return meter.n_samples_fed, meter.fit_time
 
+    def feed_scoring(self, parent, node, sibling, state, scored):
+        return (*self.feed(parent, node, sibling, state), None)
+
     def score(self, node, state) -> tuple[dict[str, float], float]:
         return self.run.score(state.model, *node)
 
-    def leaf(self, leaf: int, state, n_fed: int, fit_time: float):
+    def leaf(self, leaf: int, state, n_fed: int, fit_time: float, scored=None):
         meter = _Meter(n_fed, fit_time)
         self.flush(state.model, meter)
         scores, score_time = self.run.score(state.model, leaf)

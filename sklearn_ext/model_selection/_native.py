@@ -87,6 +87,14 @@ class NativeTreeBackend(Backend):
     def refusal(self, estimator, X, y) -> str | None:
         return scaled_refusal(estimator, X)
 
+    supports_levels = True
+
+    def run_levels(self, task: CVTask):
+        """The tree breadth first: one ``LevelEstimate`` per level (one thread)."""
+        from sklearn_ext.model_selection._native_levels import native_levels
+
+        return native_levels(task)
+
     def run(self, task: CVTask) -> LeafTable:
         model, rebuild = native_model(task)
         run = _NativeRun(task, model, rebuild)
