@@ -211,3 +211,31 @@ def test_cli_pruners_count_rungs():
     assert _make_pruner("hyperband", 16, "levels")._max_resource == 4
     assert _make_pruner("successive-halving", 10_000, "levels")._min_resource == 1
     assert _make_pruner("hyperband", 16)._max_resource == 16
+
+
+def test_native_tree_reports_its_rungs(data):
+    X, y = data
+    objective = TreeCVObjective(PegasosClassifier(), SPACE, X, y, cv=8, report="levels")
+    trial = one_trial(objective, PruneAt(None))
+    core = objective.core_
+    resolved = core.resolve(PegasosClassifier(alpha=ALPHA))
+    assert resolved.backend.name == trial.user_attrs["cv"]["backend"] == "native_tree"
+    rungs = list(core.run_levels(resolved))
+    assert trial.intermediate_values == {r.level: r.scores["score"] for r in rungs}
+
+
+def test_a_scaled_native_pipeline_walks_levels(data):
+    # The native tree's scaled pipelines walk their levels by the Python tree.
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ext import tree_cross_validate
+
+    X, y = data
+    pipe = make_pipeline(StandardScaler(), PegasosClassifier())
+    kwargs = {"cv": 8, "return_run_info": True}
+    walked = tree_cross_validate(pipe, X, y, return_levels=True, **kwargs)
+    plain = tree_cross_validate(pipe, X, y, **kwargs)
+    assert walked["backend"] == "native_tree"
+    assert [rung.level for rung in walked["levels"]] == [1, 2, 3]
+    assert np.array_equal(walked["test_score"], plain["test_score"])

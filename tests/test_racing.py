@@ -174,3 +174,12 @@ def test_drop_test_drops_the_clearly_worse_only():
     assert dropped.tolist() == [False, False, True, False]
     # No spread across parts anywhere: no estimate of the noise, no drop.
     assert not drop_test([leader, leader - 0.1], sizes, 0.05).any()
+
+
+def test_the_native_tree_races_the_same(pair, data):
+    _, raced = pair
+    native = search(True, method="auto", return_run_info=True).fit(*data)
+    assert set(native.cv_results_["backend"]) == {"native_tree"}
+    assert native.best_index_ == raced.best_index_ == 0
+    bad = [i for i in range(len(GRID["alpha"])) if i not in GOOD]
+    assert (native.cv_results_["race_rung"][bad] == 1).all()
