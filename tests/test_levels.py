@@ -19,6 +19,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score, r2_score
 from sklearn.model_selection import LeaveOneOut
 from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ext import (
@@ -388,3 +389,22 @@ def test_four_rows_at_a_time_score_as_one_row_at_a_time():
             for i in range(len(X))
         ]
         assert_array_equal(together, np.concatenate(alone))
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        SGDClassifier(shuffle=True, random_state=0),  # fed through TreeCVEstimator
+        make_pipeline(StandardScaler(), SGDClassifier(random_state=0)),
+    ],
+    ids=["batched", "pipeline"],
+)
+def test_wrapped_learners_walk_level_by_level(estimator):
+    X, y = _data()
+    kwargs = dict(cv=6, method="treecv", return_run_info=True)
+    plain = tree_cross_validate(estimator, X, y, **kwargs)
+    ours = tree_cross_validate(estimator, X, y, return_levels=True, **kwargs)
+    assert_array_equal(ours["test_score"], plain["test_score"])
+    assert ours["n_samples_fed"] == plain["n_samples_fed"]
+    assert [level.n_parts for level in ours["levels"]] == [2, 4, 6]
+    assert all(np.isfinite(level.scores["score"]) for level in ours["levels"])
