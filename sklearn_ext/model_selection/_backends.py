@@ -837,9 +837,11 @@ class PythonTreeBackend(Backend):
         """The tree breadth first: one ``LevelEstimate`` per level (one worker)."""
         from sklearn_ext.model_selection._levels import TreeLevels, walk_levels
 
+        # The walk takes the root's model over (no local keeps it alive).
         root = _Learner(_estimator(self, task))
         levels = TreeLevels(_TreeRun(task, self.shortcuts), root, _flush)
-        return walk_levels(task.plan, levels, task.names, LeafTable.from_leaves)
+        del root
+        yield from walk_levels(task.plan, levels, task.names, LeafTable.from_leaves)
 
     def __repr__(self) -> str:
         return (

@@ -10,12 +10,7 @@ import numpy as np
 from joblib import effective_n_jobs
 
 from sklearn_ext._fast import _tree
-from sklearn_ext.model_selection._backends import (
-    Backend,
-    CVTask,
-    LeafTable,
-    PythonTreeBackend,
-)
+from sklearn_ext.model_selection._backends import Backend, CVTask, LeafTable
 from sklearn_ext.model_selection._native_scaled import (
     native_model,
     scaled_parts,
@@ -98,12 +93,7 @@ class NativeTreeBackend(Backend):
         """The tree breadth first: one ``LevelEstimate`` per level (one thread)."""
         from sklearn_ext.model_selection._native_levels import native_levels
 
-        if not callable(getattr(task.estimator, "_native_model", None)):
-            # A scaled pipeline: the Python tree walks its levels (its folds are
-            # the native tree's, bit for bit), until the level walk takes the
-            # running scaler's kernel.
-            return PythonTreeBackend().run_levels(task)
-        return native_levels(task)
+        yield from native_levels(task, *native_model(task))
 
     def run(self, task: CVTask) -> LeafTable:
         model, rebuild = native_model(task)

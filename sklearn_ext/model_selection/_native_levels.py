@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
-from sklearn.base import clone
 
 from sklearn_ext._fast import _tree
 from sklearn_ext.model_selection._backends import CVTask, LeafResult, LeafTable
@@ -118,8 +117,9 @@ class _NativeLevels:
         raise error
 
 
-def native_levels(task: CVTask) -> Iterator[LevelEstimate]:
-    """The level walk of :class:`NativeTreeBackend` (one thread)."""
-    model, rebuild = clone(task.estimator)._native_model(task)
+def native_levels(task: CVTask, model, rebuild) -> Iterator[LevelEstimate]:
+    """The level walk of :class:`NativeTreeBackend` (one thread), on the kernel
+    ``model`` of the task's estimator and its ``rebuild`` (of an estimator from
+    a state), as the backend's ``run`` makes them."""
     engine = _NativeLevels(task, model, rebuild)
     return walk_levels(task.plan, engine, task.names, LeafTable.from_leaves)
