@@ -25,7 +25,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_ext import (
     LeastSquaresSGDRegressor,
     LevelEstimate,
+    LogisticSGDClassifier,
     PegasosClassifier,
+    SemiSupervisedAnomalyDetector,
     tree_cross_validate,
 )
 from sklearn_ext.model_selection import (
@@ -428,3 +430,36 @@ def test_a_scaled_native_pipeline_walks_level_by_level(order):
         assert_allclose(a.part_scores["score"], b.part_scores["score"], rtol=1e-12)
     ours = native[-1].leaves.by_split().scores["score"]
     assert_array_equal(ours, core.run(resolved).by_split().scores["score"])
+
+
+def test_native_multiclass_levels():
+    # One weight vector per class (four rows at a time, for each class).
+    X, y = make_classification(
+        n_samples=330, n_features=6, n_informative=4, n_classes=3, random_state=1
+    )
+    X = StandardScaler().fit_transform(X)
+    est = LogisticSGDClassifier(random_state=0)
+    core, resolved = _core(est, X, y, NativeTreeBackend(), 7, "randomized")
+    levels = list(core.run_levels(resolved))
+    metrics = {"score": accuracy_score}
+    for level, nodes in zip(levels, _nodes_by_level(core.plan), strict=True):
+        hand = [_hand_made(est, X, y, core.plan, n, metrics) for n in nodes]
+        assert_array_equal(level.part_scores["score"], [h["score"] for h in hand])
+    theirs = core.run(resolved).by_split().scores["score"]
+    assert_array_equal(levels[-1].leaves.by_split().scores["score"], theirs)
+
+
+def test_native_anomaly_detector_levels():
+    # The AUROC in the kernel, node by node; the leaves those of the run.
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(220, 4)), rng.normal(3.0, 1.0, size=(20, 4))])
+    y = np.r_[np.ones(220, dtype=int), -np.ones(20, dtype=int)]
+    order = rng.permutation(len(y))
+    X, y = X[order], y[order]
+    est = SemiSupervisedAnomalyDetector(n_components=20, gamma=0.2, random_state=0)
+    core, resolved = _core(est, X, y, NativeTreeBackend(), 6, "fixed")
+    levels = list(core.run_levels(resolved))
+    assert [level.n_parts for level in levels] == [2, 4, 6]
+    assert all(np.isfinite(level.scores["score"]) for level in levels)
+    theirs = core.run(resolved).by_split().scores["score"]
+    assert_array_equal(levels[-1].leaves.by_split().scores["score"], theirs)
