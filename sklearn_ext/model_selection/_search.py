@@ -236,6 +236,21 @@ _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
     >>> again = cross_val_score(refit, X, y, cv=TreeCVSplitter(8))
     >>> bool(abs(again.mean() - search.best_score_) < 1e-12)
     True
+
+    Racing drops the clearly worse candidates after one pass (rung 1) or two:
+
+    >>> from sklearn.datasets import make_classification
+    >>> X, y = make_classification(
+    ...     n_samples=4000, n_features=10, n_informative=6, random_state=0
+    ... )
+    >>> grid = {"alpha": [0.1, 1.0, 1e-6, 1e3]}
+    >>> raced = TreeCVSearchCV(
+    ...     PegasosClassifier(), grid, cv=TreeCVSplitter(16), racing=True
+    ... ).fit(X, y)
+    >>> raced.cv_results_["race_rung"].tolist()  # rung 4 is the leaves'
+    [4, 4, 1, 2]
+    >>> raced.best_params_
+    {'alpha': 0.1}
     """
 
     _parameter_constraints: dict = {
