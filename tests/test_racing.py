@@ -183,3 +183,21 @@ def test_the_native_tree_races_the_same(pair, data):
     assert native.best_index_ == raced.best_index_ == 0
     bad = [i for i in range(len(GRID["alpha"])) if i not in GOOD]
     assert (native.cv_results_["race_rung"][bad] == 1).all()
+
+
+@pytest.mark.parametrize("method", ["auto", "python_tree"])
+def test_a_failing_candidate_scores_error_score(data, method):
+    from sklearn.exceptions import FitFailedWarning
+
+    X, y = data
+    grid = {"alpha": [0.1, -1.0, 1000.0]}  # a negative alpha fails its fit
+    backend = PythonTreeBackend() if method == "python_tree" else method
+    kwargs = {"cv": TreeCVSplitter(8), "racing": True, "method": backend}
+    with pytest.warns(FitFailedWarning):
+        raced = TreeCVSearchCV(PegasosClassifier(), grid, **kwargs).fit(X, y)
+    assert np.isnan(raced.cv_results_["mean_test_score"][1])
+    assert raced.best_index_ == 0
+    with pytest.raises(ValueError, match="'alpha' parameter"):
+        TreeCVSearchCV(PegasosClassifier(), grid, error_score="raise", **kwargs).fit(
+            X, y
+        )

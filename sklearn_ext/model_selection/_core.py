@@ -555,7 +555,9 @@ class RunCore:
         stop = _Stop(leaf_callback)
         task = self.task(resolved, plan, stop if leaf_callback else None)
         task.return_estimator = return_estimator
-        yield from _levels_of(self, backend.run_levels(task), task, stop)
+        # The walk starts inside _levels_of: a fit that fails as it starts (a
+        # native learner validating its parameters) fails like any other fit.
+        yield from _levels_of(self, lambda: backend.run_levels(task), task, stop)
 
     def task(self, resolved: Resolved, plan: FoldPlan, on_leaf=None) -> CVTask:
         """The :class:`CVTask` of one run of ``resolved`` on ``plan``."""
@@ -705,17 +707,21 @@ class _Stop:
             raise
 
 
-def _levels_of(core: RunCore, levels, task: CVTask, stop: _Stop):
-    """A backend's levels, each computed in the core's data scope.
+def _levels_of(core: RunCore, start, task: CVTask, stop: _Stop):
+    """A backend's levels (``start()`` begins its walk), each computed in the
+    core's data scope.
 
     A failed fit ends them with one final estimate of failed folds, as
     :meth:`RunCore.run` returns them; what the consumer throws in (a pruned
     trial) or closing the generator stops the backend's walk.
     """
     n_fed = 0
+    levels = None
     while True:
         try:
             with data_scope(core.memo):
+                if levels is None:
+                    levels = iter(start())
                 level = next(levels)
         except StopIteration:
             return

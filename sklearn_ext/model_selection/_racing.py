@@ -14,7 +14,6 @@ growing subsets. Only the survivors run to the leaves and get fold scores.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from traceback import format_exc
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ from joblib import Parallel, delayed
 from scipy import stats
 
 from sklearn_ext.model_selection._backends import LeafTable
-from sklearn_ext.model_selection._core import Resolved, RunCore, _failed_table
+from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._levels import LevelEstimate, n_levels
 
 __all__ = ["PRIOR_DF", "Racer", "race", "drop_test"]
@@ -43,7 +42,7 @@ class Racer:
     last: LevelEstimate | None = None
     #: The rung at which the race dropped it (``None``: it ran to the leaves).
     dropped_at: int | None = None
-    #: The leaves: the survivor's table, or a failed run's ``error_score`` rows.
+    #: The leaves of a candidate that ran to them (failed fits: ``error_score``).
     leaves: LeafTable | None = None
     #: The raced metric's estimate at each rung reached.
     rungs: list[float] = field(default_factory=list)
@@ -74,12 +73,10 @@ def race(
     """
     racers = [Racer(i, r, core.run_levels(r)) for i, r in enumerate(resolved)]
     parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
-    n_rungs = 0
     try:
         while any(r.running for r in racers):
             running = [r for r in racers if r.running]
-            parallel(delayed(_advance)(core, r, metric) for r in running)
-            n_rungs += 1
+            parallel(delayed(_advance)(r, metric) for r in running)
             rung = [r for r in running if r.running and r.last is not None]
             dropped = _drop(rung, alpha / max(1, _n_tests(core)))
             if say is not None and rung:
@@ -98,17 +95,13 @@ def _n_tests(core: RunCore) -> int:
     return max(1, n_levels(core.plan) - 1)
 
 
-def _advance(core: RunCore, racer: Racer, metric: str | None) -> None:
-    """One more rung of ``racer``; a failed run gets ``error_score`` leaves."""
+def _advance(racer: Racer, metric: str | None) -> None:
+    """One more rung of ``racer`` (a failed fit comes as a final rung whose
+    leaves score ``error_score``, made by the run core)."""
     try:
         estimate = next(racer.levels)
     except StopIteration:
         raise RuntimeError("The tree's levels ended before the leaves.") from None
-    except Exception:
-        if core.error_score == "raise":
-            raise
-        racer.leaves = _failed_table(core.task(racer.resolved, core.plan), format_exc())
-        return
     racer.last = estimate
     racer.key = _metric_key(estimate, metric)
     racer.rungs.append(float(estimate.scores[racer.key]))
@@ -140,13 +133,14 @@ def _drop(rung: list[Racer], alpha: float) -> list[Racer]:
         if len(racers) < 2 or not np.isfinite(scores).any():
             continue
         leader = racers[int(np.nanargmax(scores))]
+        others = [r for r in racers if r is not leader]
         worse = drop_test(
-            [_parts(leader)] + [_parts(r) for r in racers],
+            [_parts(leader)] + [_parts(r) for r in others],
             leader.last.part_sizes,
             alpha,
         )[1:]
-        for racer, drop in zip(racers, worse, strict=True):
-            if drop and racer is not leader:
+        for racer, drop in zip(others, worse, strict=True):
+            if drop:
                 racer.dropped_at = level
                 dropped.append(racer)
     return dropped
