@@ -79,9 +79,13 @@ def _refuse_foreign_trials(study: optuna.Study) -> None:
 
 
 def study_identity(
-    estimator, params, X, y, fold_plan: FoldPlan, scoring, report
+    estimator, params, X, y, fold_plan: FoldPlan, scoring, report, data=None
 ) -> dict[str, Any]:
-    """The JSON-safe study attributes that define a TreeCV study."""
+    """The JSON-safe study attributes that define a TreeCV study.
+
+    ``data``, for data that lives elsewhere (a Dask cluster's blocks), is its
+    rows, columns and content hash taken there: ``X`` is not read here.
+    """
     searched = set(params) if isinstance(params, Mapping) else set()
     fixed = {
         name: _plain(value)
@@ -100,8 +104,11 @@ def study_identity(
         scoring_name = scoring
     else:
         scoring_name = f"callable {_qualname(scoring)}"
-    n_samples = X.shape[0]
-    n_features = X.shape[1] if len(X.shape) > 1 else 1
+    if data is None:
+        n_samples = X.shape[0]
+        n_features = X.shape[1] if len(X.shape) > 1 else 1
+        data = n_samples, n_features, _data_hash(X, y)
+    n_samples, n_features, data_hash = data
     folds = (
         f"{fold_plan.n_splits} folds, {fold_plan.order} order, "
         f"hash {_fold_plan_hash(fold_plan)}"
@@ -109,7 +116,7 @@ def study_identity(
     return {
         "treecv_learner": _learner_name(estimator),
         "treecv_learner_params": fixed,
-        "treecv_data": f"{n_samples}x{n_features}, hash {_data_hash(X, y)}",
+        "treecv_data": f"{n_samples}x{n_features}, hash {data_hash}",
         "treecv_folds": folds,
         "treecv_scoring": scoring_name,
         "treecv_search_space": space,

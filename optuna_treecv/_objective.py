@@ -555,6 +555,7 @@ class TreeCVObjective:
 
     def _study_identity(self) -> dict[str, Any]:
         if self._identity is None:
+            placement = self.core_.placement
             self._identity = study_identity(
                 self.estimator,
                 self.params,
@@ -563,6 +564,7 @@ class TreeCVObjective:
                 self.fold_plan_,
                 self.scoring,
                 self.report,
+                data=None if placement is None else placement.fingerprint(),
             )
         return self._identity
 

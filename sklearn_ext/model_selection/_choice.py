@@ -75,24 +75,36 @@ _ENGINES: dict[str, tuple[tuple[str, str, Callable | None], ...]] = {
 }
 
 
-def _dask_collection(data) -> bool:
-    """A Dask collection, told by its type's module (nothing is imported)."""
-    return type(data).__module__.partition(".")[0] == "dask"
+def _of_dask(data) -> bool:
+    return type(data).__module__.partition(".")[0] in ("dask", "distributed")
+
+
+def _dask_data(data) -> bool:
+    """A Dask collection, or a list of per-worker loaders (``dask.delayed``
+    objects, futures or callables), told by types (nothing is imported)."""
+    if _of_dask(data):
+        return True
+    return (
+        isinstance(data, (list, tuple))
+        and len(data) > 0
+        and all(_of_dask(item) or callable(item) for item in data)
+    )
 
 
 #: Where data may live besides the caller's memory: the module and class of
 #: each placement, and a test that the data is its own, asked without importing
 #: the module (a run on in-memory data imports no distributed library).
 _PLACEMENTS: tuple[tuple[str, str, Callable], ...] = (
-    ("sklearn_ext.model_selection._dask", "DaskPlacement", _dask_collection),
+    ("sklearn_ext.model_selection._dask", "DaskPlacement", _dask_data),
 )
 
 
 def find_placement(X, y=None):
     """The :class:`~sklearn_ext.model_selection._placement.Placement` of ``X``.
 
-    ``None`` for in-memory data. For a Dask collection, a ``DaskPlacement``
-    holding its persisted blocks, whose backend trains where they are.
+    ``None`` for in-memory data. For a Dask collection or a list of
+    per-worker loaders, a ``DaskPlacement`` holding the blocks in the
+    workers' memory, whose backend trains where they are.
     """
     for module, name, holds in _PLACEMENTS:
         if holds(X) or (y is not None and holds(y)):

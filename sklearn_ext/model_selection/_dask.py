@@ -1,7 +1,9 @@
 """TreeCV on a Dask cluster: each update runs where its block lives, only models move.
 
 The TreeCV recursion (:class:`~sklearn_ext.model_selection.FoldPlan`) over the
-row blocks of a persisted ``dask.array``: a node's model is a future; feeding
+row blocks of data on the cluster (a persisted ``dask.array`` or
+``dask.dataframe``, or blocks made by per-worker loaders; see
+:mod:`~sklearn_ext.model_selection._dask_blocks`): a node's model is a future; feeding
 it the rows of its sibling chunks is a chain of tasks, one per run of
 consecutive blocks held by one worker, each submitted to that worker
 (``client.who_has``, then ``client.submit(..., workers=[owner])``) and handed
@@ -25,9 +27,8 @@ from collections.abc import Sequence
 from concurrent.futures import CancelledError
 
 import numpy as np
-from dask.array import Array
 from dask.sizeof import sizeof
-from distributed import futures_of, get_client, wait
+from distributed import get_client, wait
 from distributed.client import FutureCancelledError
 from distributed.comm import CommClosedError
 from distributed.scheduler import KilledWorker
@@ -40,6 +41,13 @@ from sklearn_ext.model_selection._backends import (
     LeafTable,
     _is_sample_aligned,
     accepts_classes,
+)
+from sklearn_ext.model_selection._dask_blocks import (
+    blocks_of,
+    fingerprint,
+    labels,
+    x_part,
+    y_part,
 )
 from sklearn_ext.model_selection._estimator import (
     TreeCVEstimator,
@@ -83,8 +91,17 @@ def _same(block):
     return block
 
 
-def _rows(block, lo: int, hi: int):
-    return block[lo:hi]
+def _rows(part, lo: int, hi: int):
+    """Rows ``lo:hi`` of an array, sparse matrix or pandas object (by position)."""
+    return part.iloc[lo:hi] if hasattr(part, "iloc") else part[lo:hi]
+
+
+def _x_rows(block, lo: int, hi: int):
+    return _rows(x_part(block), lo, hi)
+
+
+def _y_rows(block, lo: int, hi: int):
+    return _rows(y_part(block), lo, hi)
 
 
 def _feed(state, spans, params, classes, node, X_blocks, y_blocks):
@@ -101,11 +118,11 @@ def _feed(state, spans, params, classes, node, X_blocks, y_blocks):
         params = {**params, "classes": classes}
     n_rows = 0
     for i, (lo, hi) in enumerate(spans):
-        X = _rows(X_blocks[i], lo, hi)
+        X = _x_rows(X_blocks[i], lo, hi)
         if y_blocks is None:
             model.partial_fit(X, **params)
         else:
-            model.partial_fit(X, _rows(y_blocks[i], lo, hi), **params)
+            model.partial_fit(X, _y_rows(y_blocks[i], lo, hi), **params)
         n_rows += hi - lo
     seconds = time.perf_counter() - tic
     if path and path[-1][0] == node:  # the node's rows span several workers
@@ -129,11 +146,11 @@ def _score(state, scorer, spans, keep_model, X_blocks, y_blocks):
     """Scores of the leaf model on its test chunk (all of it on this worker)."""
     model, flush_time = _ready(state)
     tic = time.perf_counter()
-    X = _joined([_rows(b, lo, hi) for b, (lo, hi) in zip(X_blocks, spans, strict=True)])
+    X = _joined([_x_rows(b, *span) for b, span in zip(X_blocks, spans, strict=True)])
     y = None
     if y_blocks is not None:
         y = _joined(
-            [_rows(b, lo, hi) for b, (lo, hi) in zip(y_blocks, spans, strict=True)]
+            [_y_rows(b, *span) for b, span in zip(y_blocks, spans, strict=True)]
         )
     args = (X,) if y is None else (X, y)
     scores = {name: float(value) for name, value in scorer(model, *args).items()}
@@ -148,8 +165,9 @@ def _count(state, spans, X_blocks, y_blocks):
     correct = 0
     n_rows = 0
     for i, (lo, hi) in enumerate(spans):
-        predicted = model.predict(_rows(X_blocks[i], lo, hi))
-        correct += int(np.count_nonzero(predicted == _rows(y_blocks[i], lo, hi)))
+        predicted = model.predict(_x_rows(X_blocks[i], lo, hi))
+        truth = np.asarray(_y_rows(y_blocks[i], lo, hi))
+        correct += int(np.count_nonzero(predicted == truth))
         n_rows += hi - lo
     return correct, n_rows, time.perf_counter() - tic, flush_time, state[1]
 
@@ -165,23 +183,35 @@ def _accuracy(name, keep, *counts):
 
 
 def _joined(parts: list):
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if len(parts) == 1:
+        return parts[0]
+    if hasattr(parts[0], "iloc"):
+        import pandas as pd
+
+        return pd.concat(parts)
+    if hasattr(parts[0], "tocsr"):
+        import scipy.sparse as sp
+
+        return sp.vstack(parts, format="csr")
+    return np.concatenate(parts)
 
 
 # -- the placement --------------------------------------------------------------------
 class DaskPlacement(Placement):
-    """The row blocks of a persisted ``dask.array`` and the client that holds them.
+    """Row blocks on a Dask cluster and the client that holds them.
 
-    Built by the run core when ``X`` is a Dask collection. ``X`` is persisted
-    (a no-op for persisted data) with one block along the columns; ``y`` is
-    aligned to the row blocks of ``X``.
+    Built by the run core when ``X`` is a Dask collection or a list of
+    per-worker loaders (:func:`~sklearn_ext.model_selection._dask_blocks.blocks_of`):
+    a ``dask.array`` is persisted with one block along the columns, a
+    ``dask.dataframe`` keeps its partitions, each loader runs once on a
+    worker; ``y`` is aligned to the row blocks of ``X``.
 
     Parameters
     ----------
-    X : dask.array.Array of shape (n_samples, n_features)
+    X : dask array, dask DataFrame or list of loaders
         The data.
-    y : dask.array.Array of shape (n_samples,) or None
-        The targets.
+    y : dask array, dask Series or DataFrame, list of loaders, or None
+        The targets (``None`` when the loaders give ``(X, y)`` pairs).
     """
 
     name = "dask"
@@ -203,14 +233,14 @@ class DaskPlacement(Placement):
                 "one (distributed.Client(...)) so that TreeCV runs where the blocks "
                 "are, or pass X.compute() to run in memory."
             ) from None
-        X, y = _check_collections(X, y)
-        self.X = self.client.persist(X)
-        self.y = None if y is None else self.client.persist(y)
-        self.block_rows = tuple(int(r) for r in self.X.chunks[0])
+        self.blocks = blocks_of(self.client, X, y)
+        self.X, self.y = self.blocks.X, self.blocks.y
+        self.y_ndim = self.blocks.y_ndim
+        self.block_rows = self.blocks.rows
         self.starts = np.concatenate([[0], np.cumsum(self.block_rows)])
         self.n_samples = int(self.starts[-1])
-        self.X_blocks = _block_futures(self.X)
-        self.y_source = None if self.y is None else _block_futures(self.y)
+        self.X_blocks = self.blocks.X_blocks
+        self.y_source = self.blocks.y_blocks
         self.y_blocks = self.y_source
         self.owners()  # the blocks are in memory, y with X
 
@@ -267,11 +297,17 @@ class DaskPlacement(Placement):
     def classes(self, estimator, classes=None):
         if classes is not None:
             return np.asarray(classes)
-        if self.y is None or not is_classifier(estimator) or self.y.ndim != 1:
+        if self.y_source is None or not is_classifier(estimator) or self.y_ndim != 1:
             return None
-        import dask.array as da
+        return labels(self.client, self.blocks)
 
-        return np.asarray(self.client.compute(da.unique(self.y)).result())
+    def fingerprint(self) -> tuple[int, int, str]:
+        """Rows, columns and a hash of the content, each block hashed where it is."""
+        return (
+            self.n_samples,
+            self.blocks.n_features,
+            fingerprint(self.client, self.blocks),
+        )
 
     def backend(self, estimator, method):
         owner = type(estimator).__name__
@@ -415,45 +451,6 @@ class DaskPlacement(Placement):
                 self.client.cancel(list(pending))
 
 
-def _check_collections(X, y):
-    if not isinstance(X, Array):
-        raise TypeError(
-            f"The Dask tree runs on a dask.array.Array X; got {type(X).__name__}. "
-            "Convert a dask DataFrame with X.to_dask_array(lengths=True)."
-        )
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional; got {X.ndim} dimension(s).")
-    if any(np.isnan(r) for r in X.chunks[0]):
-        raise ValueError(
-            "The blocks of X have unknown sizes; call X.compute_chunk_sizes() first."
-        )
-    if X.numblocks[1] > 1:  # one block per row range (its columns on one worker)
-        X = X.rechunk({1: -1})
-    if y is None:
-        return X, None
-    if not isinstance(y, Array):
-        raise TypeError(
-            "X is a dask array but y is a "
-            f"{type(y).__name__}: pass y as a dask array too (da.from_array(y, "
-            "chunks=X.chunks[0]) keeps its blocks with X's)."
-        )
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: "
-            f"[{X.shape[0]}, {y.shape[0]}]"
-        )
-    if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] > 1):
-        y = y.rechunk((X.chunks[0],) + tuple((-1,) * (y.ndim - 1)))
-    return X, y
-
-
-def _block_futures(collection) -> list:
-    """One future per row block, in row order."""
-    by_key = {f.key: f for f in futures_of(collection)}
-    keys = collection.__dask_keys__()
-    return [by_key[k[0] if isinstance(k, list) else k] for k in keys]
-
-
 def _check_contiguous(plan: FoldPlan, n_samples: int) -> FoldPlan:
     if (
         plan.n_samples != n_samples
@@ -483,8 +480,9 @@ class DaskTreeBackend(Backend):
     """TreeCV on a Dask cluster: models move to the blocks, never the data.
 
     Chosen by ``method="auto"`` or ``"treecv"`` whenever ``X`` is a
-    ``dask.array`` and a ``distributed.Client`` is active; the fold plan's
-    chunks follow the blocks
+    ``dask.array``, a ``dask.dataframe`` (its partitions are the blocks) or a
+    list of per-worker loaders (each makes a block on a worker) and a
+    ``distributed.Client`` is active; the fold plan's chunks follow the blocks
     (:func:`~sklearn_ext.model_selection.block_fold_plan`). Every node's
     update is a task on the worker holding the rows it feeds, given the
     parent's model as a future; the update is the learner's own
@@ -577,8 +575,8 @@ class _DaskTreeRun:
         self.count = (
             task.metric == "accuracy"
             and len(task.names) == 1
-            and placement.y is not None
-            and placement.y.ndim == 1
+            and placement.y_source is not None
+            and placement.y_ndim == 1
         )
         self.leaves: dict = {}
 

@@ -2,7 +2,8 @@
 
 In-memory data needs no placement: the run core holds it and every backend
 reads it. Data spread over machines (the blocks of a persisted
-``dask.array``) is held by a :class:`Placement`, found by
+``dask.array`` or ``dask.dataframe``, or blocks made by per-worker loaders)
+is held by a :class:`Placement`, found by
 :func:`~sklearn_ext.model_selection._choice.find_placement` from the type of
 ``X`` without importing anything for in-memory data. A placement builds the
 run's fold plan from its blocks, finds the classes without gathering ``y``,
@@ -69,6 +70,11 @@ class Placement(ABC):
     def fit(self, model, *, classes=None, fit_params=None):
         """``model`` after one ordered pass of ``partial_fit`` over every row."""
 
+    @abstractmethod
+    def fingerprint(self) -> tuple[int, int, str]:
+        """Rows, columns and a hash of the content, taken where the data lives
+        (what a study records of its data)."""
+
 
 def block_bounds(block_rows: Sequence[int], n_splits: int) -> np.ndarray:
     """Row bounds of ``n_splits`` contiguous chunks aligned to blocks.
@@ -124,9 +130,10 @@ def block_fold_plan(X, n_splits: int) -> FoldPlan:
 
     Parameters
     ----------
-    X : dask array, or sequence of int
-        A collection with row blocks (``X.chunks[0]``), or the rows of each
-        block.
+    X : dask array, dask DataFrame, or sequence of int
+        A collection with row blocks (``X.chunks[0]``), a Dask DataFrame (its
+        partitions, whose lengths are counted where they live), or the rows of
+        each block. Blocks of no rows are left out, as the Dask tree does.
     n_splits : int
         Number of folds, at least 2. See :func:`block_bounds` for how chunks
         follow blocks, also when there are more folds than blocks.
@@ -147,7 +154,17 @@ def block_fold_plan(X, n_splits: int) -> FoldPlan:
     array([0, 2, 4, 6, 8])
     """
     chunks = getattr(X, "chunks", None)
-    block_rows = tuple(chunks[0]) if chunks is not None else tuple(X)
+    if chunks is not None:
+        block_rows = tuple(chunks[0])
+    elif hasattr(X, "npartitions"):  # a Dask DataFrame: only the lengths come back
+        block_rows = tuple(int(n) for n in X.map_partitions(len).compute())
+    else:
+        block_rows = tuple(X)
+        if any(not isinstance(r, numbers.Integral) for r in block_rows):
+            raise TypeError(
+                "block_fold_plan takes a dask array, a dask DataFrame or the rows of "
+                "each block (for per-worker loaders: the rows each block holds)."
+            )
     if any(not isinstance(r, numbers.Integral) for r in block_rows):
         raise ValueError(
             "The blocks of X have unknown sizes; call X.compute_chunk_sizes() first."
@@ -157,7 +174,7 @@ def block_fold_plan(X, n_splits: int) -> FoldPlan:
             f"The 'n_splits' parameter must be an int of at least 2. Got "
             f"{n_splits!r} instead."
         )
-    bounds = block_bounds(block_rows, int(n_splits))
+    bounds = block_bounds([r for r in block_rows if r > 0], int(n_splits))
     rows = np.arange(bounds[-1])
     return FoldPlan(
         [rows[bounds[i] : bounds[i + 1]] for i in range(n_splits)],
