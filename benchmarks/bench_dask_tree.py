@@ -25,10 +25,17 @@ fewer bytes than either peer.
 limited to 1.5 GB each; nothing goes through the client) and runs the Dask tree on
 it: data larger than any one worker's memory limit.
 
+``--frame`` runs the Dask tree on covtype as a ``dask.dataframe`` instead (16
+partitions, 4 per worker, 54 named columns, ``y`` a Series partitioned with them),
+against the in-memory tree on the same pandas frame and plan: equal scores, models
+with ``feature_names_in_``, and the bytes the workers received against the same
+bound (only models may move).
+
 Run under the bench lock on the shared machine::
 
     flock /work/coord/bench.lock python benchmarks/bench_dask_tree.py
     flock /work/coord/bench.lock python benchmarks/bench_dask_tree.py --big
+    flock /work/coord/bench.lock python benchmarks/bench_dask_tree.py --frame --ks 10
 """
 
 from __future__ import annotations
@@ -182,12 +189,15 @@ def covtype_on_cluster(client: Client, X, y, layout: str):
     return dX, dy
 
 
-def layout(client: Client, dX) -> str:
+def layout(client: Client, data) -> str:
+    """The worker of each block (of an array) or partition (of a frame), in order."""
     from distributed import futures_of
 
-    who = client.who_has(futures_of(dX))
+    futures = futures_of(data)
+    who = client.who_has(futures)
     names = {w: i for i, w in enumerate(sorted({w for ws in who.values() for w in ws}))}
-    keys = [k[0] for k in dX.__dask_keys__()]
+    # A persisted frame's futures are named apart from its keys: by partition.
+    keys = sorted((f.key for f in futures), key=lambda key: key[1:])
     return " ".join(str(names[who[k][0]]) for k in keys)
 
 
@@ -344,6 +354,76 @@ def main_big(args) -> None:
                 )
 
 
+# -- a dask DataFrame ---------------------------------------------------------------
+def covtype_frame_on_cluster(client: Client, dX, dy, columns):
+    """The blocks of ``dX`` and ``dy`` as the partitions of a dask DataFrame and
+    Series, converted where they are (each partition stays on its block's worker)."""
+    import dask.dataframe as dd
+
+    frame = dd.from_dask_array(dX, columns=columns)
+    target = dd.from_dask_array(dy).rename("target")
+    frame, target = client.persist([frame, target])
+    wait([frame, target])
+    return frame, target
+
+
+def frame_row(client, name, estimator, fX, fy, pX, py, k) -> None:
+    plan = block_fold_plan(fX, k)
+    result, used = measured(
+        client,
+        lambda: tree_cross_validate(
+            estimator, fX, fy, cv=k, return_run_info=True, return_estimator=True
+        ),
+    )
+    tic = time.perf_counter()
+    memory = tree_cross_validate(estimator, pX, py, cv=plan, return_estimator=True)
+    memory_seconds = time.perf_counter() - tic
+    equal = bool(np.array_equal(result["test_score"], memory["test_score"]))
+    named = all(
+        list(m.feature_names_in_) == list(pX.columns) for m in result["estimator"]
+    )
+    size = model_size(memory["estimator"][0])
+    bound = 2 * k * math.log2(k) * size + 1e6
+    print(
+        f"{name:8s} k={k:3d}  dask tree (DataFrame) {used['seconds']:7.2f} s  in "
+        f"memory (pandas) {memory_seconds:7.2f} s  scores bit-equal: {equal}  "
+        f"mean {result['test_score'].mean():.6f}  feature_names_in_: {named}"
+    )
+    print(
+        f"    transfer logs {used['log'] / 1e6:8.3f} MB in {used['fetches']} "
+        f"fetches (not models: {used['data']} B), bound 2k log2(k) models + 1 MB = "
+        f"{bound / 1e6:.3f} MB (model {size} B): "
+        f"{'within' if used['log'] <= bound else 'OVER'}; received by workers "
+        f"{used['read'] / 1e6:.3f} MB"
+    )
+
+
+def main_frame(args) -> None:
+    try:
+        import pandas as pd
+        import pyarrow  # noqa: F401 (dask.dataframe needs it)
+    except ImportError:
+        sys.exit("--frame needs pandas and pyarrow: pip install pandas pyarrow")
+    X, y = covtype_binary()
+    columns = [f"f{j}" for j in range(X.shape[1])]
+    pX, py = pd.DataFrame(X, columns=columns), pd.Series(y, name="target")
+    print(
+        f"covtype {X.shape[0]} x {X.shape[1]} float64 as a dask DataFrame, "
+        f"{args.workers} worker processes x 1 thread, memory limit {args.memory_limit}"
+    )
+    with cluster(args.workers, args.memory_limit) as local, Client(local) as client:
+        client.run(_count_wire_bytes)
+        dX, dy = covtype_on_cluster(client, X, y, args.layout)
+        fX, fy = covtype_frame_on_cluster(client, dX, dy, columns)
+        del dX, dy
+        print(f"{fX.npartitions} partitions; worker of each: {layout(client, fX)}")
+        for name in args.learners:
+            estimator = learners()[name]
+            tree_cross_validate(estimator, fX, fy, cv=4)  # warm up the workers
+            for k in args.ks:
+                frame_row(client, name, estimator, fX, fy, pX, py, k)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ks", type=int, nargs="+", default=[10, 100])
@@ -357,11 +437,16 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="~4 GB made on the workers")
     parser.add_argument("--big-gb", type=float, default=4.0)
     parser.add_argument("--big-memory-limit", default="1.5GB")
+    parser.add_argument(
+        "--frame", action="store_true", help="covtype as a dask DataFrame"
+    )
     args = parser.parse_args()
     print(f"load average before: {open('/proc/loadavg').read().strip()}")
     warnings.simplefilter("ignore", UserWarning)
     if args.big:
         main_big(args)
+    elif args.frame:
+        main_frame(args)
     else:
         main_covtype(args)
     print(f"load average after: {open('/proc/loadavg').read().strip()}")

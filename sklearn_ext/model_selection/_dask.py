@@ -68,6 +68,9 @@ WATCH_SECONDS = 0.5
 #: Rounds of resubmission after lost workers before a run gives up.
 MAX_ROUNDS = 4
 
+#: What :meth:`DaskPlacement.watch` is told when a result was lost with its worker.
+_LOST = object()
+
 #: What the cluster raises when it lost a result it could not recompute.
 _CLUSTER_ERRORS = (
     KilledWorker,
@@ -426,29 +429,47 @@ class DaskPlacement(Placement):
 
         Stops early (the caller resubmits on the new owners) when a worker
         holding a block left the cluster: the updates restricted to it would
-        wait forever. An error of the cluster becomes :class:`PlacementError`;
-        the futures still pending are cancelled when the caller stops.
+        wait forever, and so would a result it held that had not come back
+        yet. An error of the cluster becomes :class:`PlacementError`; the
+        futures not yielded are cancelled when the caller stops.
         """
-        pending = set(futures)
+        left = set(futures)
         needed = set(owners)
         try:
-            while pending:
+            while left:
                 try:
-                    done, pending = wait(
-                        pending, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED"
+                    done, _ = wait(
+                        left, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED"
                     )
                 except TimeoutError:
                     done = set()
                 for future in done:
-                    yield future, future.result()
-                alive = self.client.scheduler_info(n_workers=-1)["workers"]
-                if pending and not needed <= set(alive):
+                    outcome = self._outcome(future, needed)
+                    if outcome is _LOST:
+                        return
+                    left.discard(future)
+                    yield future, outcome
+                if left and not self._alive(needed):
                     return
         except _CLUSTER_ERRORS as exc:
             raise _lost(exc) from exc
         finally:
-            if pending:
-                self.client.cancel(list(pending))
+            if left:
+                self.client.cancel(list(left))
+
+    def _alive(self, needed: set) -> bool:
+        return needed <= set(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def _outcome(self, future, needed: set):
+        """The result of a finished future, or ``_LOST`` when a block's worker
+        left before it came back (held there, it would be recomputed by a task
+        restricted to the worker that is gone)."""
+        while True:
+            try:
+                return future.result(timeout=WATCH_SECONDS)
+            except TimeoutError:
+                if not self._alive(needed):
+                    return _LOST
 
 
 def _check_contiguous(plan: FoldPlan, n_samples: int) -> FoldPlan:
