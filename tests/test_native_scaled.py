@@ -163,6 +163,25 @@ def test_a_python_scorer_and_threads():
     assert_array_equal(threaded["test_score"], plain["test_score"])
 
 
+@pytest.mark.parametrize("scoring", [None, "balanced_accuracy"])
+def test_levels_are_the_python_trees(scoring):
+    """The level walk scores inner nodes: each flushes its waiting rows too."""
+    X, y = _data(1500, seed=6)
+    pipeline = make_pipeline(StandardScaler(), PegasosClassifier(alpha=1e-3))
+    cv = _splitter(12, "randomized")
+    runs = [
+        tree_cross_validate(
+            pipeline, X, y, cv=cv, method=method, scoring=scoring, return_levels=True
+        )
+        for method in (NativeTreeBackend(), PythonTreeBackend())
+    ]
+    native, python = (run["levels"] for run in runs)
+    assert [level.n_parts for level in native] == [level.n_parts for level in python]
+    for a, b in zip(native, python, strict=True):
+        assert_array_equal(a.part_scores["score"], b.part_scores["score"])
+    assert_array_equal(runs[0]["test_score"], runs[1]["test_score"])
+
+
 # -- scored = returned, and nothing leaks ------------------------------------------
 def _by_hand(pipeline, X, y, rows, classes):
     """The pipeline streamed by hand over ``rows``: fixed batches, step by step."""
