@@ -12,8 +12,6 @@ import importlib
 from sklearn_ext.model_selection._backends import (
     Backend,
     CVTask,
-    LeafResult,
-    LeafTable,
     PythonTreeBackend,
     StandardBackend,
 )
@@ -24,6 +22,7 @@ from sklearn_ext.model_selection._exact import (
     StatisticsCache,
     exact_learners,
 )
+from sklearn_ext.model_selection._leaves import LeafResult, LeafTable
 from sklearn_ext.model_selection._levels import LevelEstimate
 from sklearn_ext.model_selection._order import TreeCVOrderWarning
 from sklearn_ext.model_selection._placement import PlacementError, block_fold_plan
