@@ -570,21 +570,9 @@ _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
                     self, core, resolved, candidate_params, contexts
                 )
             else:
-                ran = parallel(
-                    delayed(_evaluate_candidate)(
-                        core,
-                        resolved[i],
-                        candidate_params[i],
-                        (i, n_candidates),
-                        self.verbose,
-                        contexts[i],
-                        self,
-                    )
-                    for i in order
+                outcomes = self._run_candidates(
+                    parallel, core, resolved, candidate_params, order, contexts
                 )
-                outcomes = [None] * n_candidates
-                for i, outcome in zip(order, ran, strict=True):
-                    outcomes[i] = outcome
             if not outcomes:
                 raise ValueError(
                     "No fits were performed. Was the CV iterator empty? Were there "
@@ -613,6 +601,29 @@ _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
         evaluate_candidates.results = {}
         evaluate_candidates.notes_said = 0
         return evaluate_candidates
+
+    def _run_candidates(
+        self, parallel, core: RunCore, resolved, candidate_params, order, contexts
+    ) -> list[_Outcome]:
+        """Each candidate's whole tree as one joblib job, in ``order``; the
+        outcomes in the candidates' own order."""
+        n_candidates = len(resolved)
+        ran = parallel(
+            delayed(_evaluate_candidate)(
+                core,
+                resolved[i],
+                candidate_params[i],
+                (i, n_candidates),
+                self.verbose,
+                contexts[i],
+                self,
+            )
+            for i in order
+        )
+        outcomes: list[Any] = [None] * n_candidates
+        for i, outcome in zip(order, ran, strict=True):
+            outcomes[i] = outcome
+        return outcomes
 
 
 def print_notes(core: RunCore, said) -> None:
