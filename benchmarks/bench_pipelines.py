@@ -155,7 +155,7 @@ def main() -> None:
     print(f"covtype (unscaled), n={n}, d={X.shape[1]}, load {os.getloadavg()}")
     warnings.simplefilter("ignore")  # the regime and convergence notes
     stream_ks = {int(k) for k in args.stream_ks.split(",") if k}
-    for k in (int(k) for k in args.ks.split(",")):
+    for k in (int(k) for k in args.ks.split(",") if k):
         cv = TreeCVSplitter(k)
         kinds = ["tree", "cv-one-pass", "tree-sgd", "cv-one-pass-sgd"]
         if k in stream_ks:
