@@ -239,7 +239,8 @@ class TreeCVObjective:
     ...     X, y, cv=4,
     ... )
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
-    >>> study = optuna.create_study(direction="maximize")
+    >>> sampler = optuna.samplers.TPESampler(seed=0)
+    >>> study = optuna.create_study(direction="maximize", sampler=sampler)
     >>> study.optimize(objective, n_trials=3)
     >>> trial = study.best_trial
     >>> trial.value == trial.user_attrs["mean_test_score"]
