@@ -104,6 +104,9 @@ class CVTask:
     classes: np.ndarray | None = None
     n_jobs: int | None = None
     return_estimator: bool = False
+    #: Whether a level walk (``run_levels``) yields the half rung first
+    #: (``LevelEstimate.partial``); set by ``RunCore.run_levels``.
+    half_rung: bool = False
     on_leaf: Callable[[LeafResult], None] | None = None
     #: Parameters of the scorers; per-sample arrays are restricted to the
     #: rows scored.
@@ -647,7 +650,9 @@ class PythonTreeBackend(Backend):
         root = _Learner(_estimator(self, task))
         levels = TreeLevels(_TreeRun(task, self.shortcuts), root, _flush)
         del root
-        yield from walk_levels(task.plan, levels, task.names, LeafTable.from_leaves)
+        yield from walk_levels(
+            task.plan, levels, task.names, LeafTable.from_leaves, half_rung=task.half_rung
+        )
 
     def __repr__(self) -> str:
         return (

@@ -65,6 +65,15 @@ class LevelEstimate:
         At the final level, exactly what the backend's ``run`` returns for the
         same task (the same fold scores, bit for bit, for a deterministic
         learner); ``None`` before.
+    partial : bool
+        Whether this is the *half rung*: level 1's first part alone
+        (``level=1``, ``n_parts=1``), yielded when the root's left child has
+        been fed (the ``n / 2`` or so rows of the right half) and scored on the
+        left half, before the right child is fed. It is an honest hold-out
+        estimate over the left half's rows, by a model that never saw them;
+        level 1's first part is the same score, bit for bit (not refitted).
+        Only walks asked for it (``RunCore.run_levels(half_rung=True)``) yield
+        it; ``False`` for every other estimate.
 
     See Also
     --------
@@ -89,6 +98,16 @@ class LevelEstimate:
     True
     >>> result["levels"][-1].final
     True
+
+    The half rung comes first when asked for (here through the run core):
+
+    >>> from sklearn_ext.model_selection._core import RunCore
+    >>> core = RunCore(est, X, y, cv=8, method="treecv")
+    >>> rungs = list(core.run_levels(core.resolve(est), half_rung=True))
+    >>> [(r.rung, r.n_parts, r.partial) for r in rungs]
+    [(0.5, 1, True), (1, 2, False), (2, 4, False), (3, 8, False)]
+    >>> bool(rungs[0].scores["score"] == rungs[1].part_scores["score"][0])
+    True
     """
 
     level: int
@@ -100,6 +119,12 @@ class LevelEstimate:
     final: bool
     # LeafTable lives in ._backends, which imports this module: named only.
     leaves: LeafTable | None = None  # noqa: F821
+    partial: bool = False
+
+    @property
+    def rung(self) -> float:
+        """The rung: ``0.5`` for the half rung, else :attr:`level`."""
+        return 0.5 if self.partial else self.level
 
     @classmethod
     def of_parts(
@@ -109,8 +134,10 @@ class LevelEstimate:
         part_sizes: np.ndarray,
         n_samples_fed: int,
         leaves: LeafTable | None = None,  # noqa: F821
+        partial: bool = False,
     ) -> LevelEstimate:
-        """The estimate of a level from its parts (final when ``leaves`` is given)."""
+        """The estimate of a level from its parts (final when ``leaves`` is given;
+        the half rung when ``partial``)."""
         sizes = np.asarray(part_sizes, dtype=np.int64)
         columns = {name: np.asarray(v, dtype=float) for name, v in part_scores.items()}
         return cls(
@@ -125,6 +152,7 @@ class LevelEstimate:
             n_samples_fed=int(n_samples_fed),
             final=leaves is not None,
             leaves=leaves,
+            partial=bool(partial),
         )
 
     @classmethod
@@ -211,7 +239,7 @@ class _Part:
 
 
 def walk_levels(
-    plan: FoldPlan, engine: LevelEngine, names, table
+    plan: FoldPlan, engine: LevelEngine, names, table, *, half_rung: bool = False
 ) -> Iterator[LevelEstimate]:
     """Walk the tree of ``plan`` breadth first; one :class:`LevelEstimate` per level.
 
@@ -222,7 +250,9 @@ def walk_levels(
     leaf below the node fed), so the final leaves equal the depth-first run's.
     Closing the generator stops the walk: nothing more is fed. ``names`` are
     the test metrics; ``table(leaves)`` makes the final level's ``leaves``
-    (``LeafTable.from_leaves``).
+    (``LeafTable.from_leaves``). With ``half_rung``, the root's left child is
+    scored as soon as it is fed (before its sibling) and yielded first, as a
+    ``partial`` estimate of level 1 (its one part); level 1 keeps that score.
     """
     bounds = plan.bounds
     parts = [_Part(plan.root, engine.root(), _Meter())]
@@ -230,7 +260,8 @@ def walk_levels(
     n_fed, level = 0, 0
     while any(part.node[0] != part.node[1] for part in parts):
         level += 1
-        parts, n_fed = _grow(plan, engine, parts, n_fed, leaves)
+        half = _half_rung(bounds, names) if half_rung and level == 1 else None
+        parts, n_fed = yield from _grow(plan, engine, parts, n_fed, leaves, half)
         sizes = [bounds[p.node[1] + 1] - bounds[p.node[0]] for p in parts]
         scores = {n: [p.scores.get(n, np.nan) for p in parts] for n in names}
         final = all(part.node[0] == part.node[1] for part in parts)
@@ -238,11 +269,25 @@ def walk_levels(
         yield LevelEstimate.of_parts(level, scores, sizes, n_fed, done)
 
 
-def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list):
+def _half_rung(bounds, names):
+    """The half rung of a scored part: level 1's first part alone."""
+
+    def estimate(part: _Part, n_fed: int) -> LevelEstimate:
+        size = bounds[part.node[1] + 1] - bounds[part.node[0]]
+        scores = {n: [part.scores.get(n, np.nan)] for n in names}
+        return LevelEstimate.of_parts(1, scores, [size], n_fed, partial=True)
+
+    return estimate
+
+
+def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, half):
     """The next level's parts, scored (leaves carried as they are); the rows fed.
 
-    A node's children are scored as soon as both are fed; the engine may
-    score the left child while it feeds the right one the same rows.
+    A generator returning ``(parts, n_fed)``: it yields ``half(part, n_fed)``
+    (the half rung) once, after the first node's left child is fed and scored,
+    when ``half`` is given; else nothing. A node's children are scored as soon
+    as both are fed; the engine may score the left child while it feeds the
+    right one the same rows.
     """
     grown = []
     for part in parts:
@@ -259,15 +304,26 @@ def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list):
         n, seconds = engine.feed(part.node, left, right, left_part.state)
         left_part.meter.n_samples_fed += n
         left_part.meter.fit_time += seconds
-        # The right child is fed the left child's rows: the left child, now
-        # trained, may be scored on them in the same pass.
-        n_right, seconds, scored = engine.feed_scoring(
-            part.node, right, left, right_part.state, left_part.state
-        )
+        n_fed += n
+        early = half is not None and not grown
+        if early:
+            # Scored before its sibling is fed: an honest hold-out estimate
+            # over the rows it never saw, after n_fed rows.
+            _score(engine, left_part, leaves)
+            yield half(left_part, n_fed)
+            n_right, seconds = engine.feed(part.node, right, left, right_part.state)
+            scored = None
+        else:
+            # The right child is fed the left child's rows: the left child,
+            # now trained, may be scored on them in the same pass.
+            n_right, seconds, scored = engine.feed_scoring(
+                part.node, right, left, right_part.state, left_part.state
+            )
         right_part.meter.n_samples_fed += n_right
         right_part.meter.fit_time += seconds
-        n_fed += n + n_right
-        _score(engine, left_part, leaves, scored)
+        n_fed += n_right
+        if not early:
+            _score(engine, left_part, leaves, scored)
         _score(engine, right_part, leaves)
         grown += [left_part, right_part]
     return grown, n_fed

@@ -122,4 +122,6 @@ def native_levels(task: CVTask, model, rebuild) -> Iterator[LevelEstimate]:
     ``model`` of the task's estimator and its ``rebuild`` (of an estimator from
     a state), as the backend's ``run`` makes them."""
     engine = _NativeLevels(task, model, rebuild)
-    return walk_levels(task.plan, engine, task.names, LeafTable.from_leaves)
+    return walk_levels(
+        task.plan, engine, task.names, LeafTable.from_leaves, half_rung=task.half_rung
+    )
