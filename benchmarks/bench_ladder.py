@@ -121,7 +121,8 @@ DATASETS = {
 
 def make_pruner(name: str, report: str) -> optuna.pruners.BasePruner:
     """The same pruner for both reports; ``report`` gives its last step."""
-    last = int(math.log2(K)) if report == "levels" else K - 1
+    # The ladder reports the half rung at step 1, rung l at step l + 1.
+    last = int(math.log2(K)) + 1 if report == "levels" else K - 1
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
     if name.startswith("percentile"):  # "percentile10": keep the top 10 %

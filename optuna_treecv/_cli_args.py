@@ -138,10 +138,11 @@ def _parser() -> argparse.ArgumentParser:
         "--report",
         choices=REPORT_CHOICES,
         default="auto",
-        help="what a trial reports to the pruner: 'levels' a 2-fold CV over all "
-        "rows after one pass, 4-fold after two, ... (the tree walked level by "
-        "level); 'running-mean' the mean of the folds done; 'per-fold' each "
-        "fold's score (default auto: per-fold for wilcoxon, else running-mean)",
+        help="what a trial reports to the pruner: 'levels' a hold-out estimate "
+        "on half the rows after half a pass, a 2-fold CV over all rows after one, "
+        "4-fold after two, ... (the tree walked level by level); 'running-mean' "
+        "the mean of the folds done; 'per-fold' each fold's score (default "
+        "auto: per-fold for wilcoxon, else running-mean)",
     )
     tune.add_argument(
         "--storage",
@@ -290,15 +291,15 @@ def _parse_space(items: Sequence[str]) -> dict[str, Any]:
 def _make_pruner(name: str, n_splits: int, report: str = "running_mean") -> BasePruner:
     import optuna
 
-    from optuna_treecv._ladder import n_levels
+    from optuna_treecv._ladder import n_steps
     from optuna_treecv._objective import MAX_REPORTS, report_counts
 
     # The first step a trial reports at (after k // 1024 folds for a large k;
-    # rung 1 with report="levels") and the last one.
+    # the half rung with report="levels") and the last one.
     first_step = max(1, int(report_counts(n_splits)[0]) - 1)
     last_step = n_splits
     if report == "levels":
-        first_step, last_step = 1, n_levels(n_splits)
+        first_step, last_step = 1, n_steps(n_splits)
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
     if name == "percentile":

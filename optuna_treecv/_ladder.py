@@ -3,9 +3,12 @@
 Walked level by level (:meth:`RunCore.run_levels`), the tree gives after its
 ``l``-th level a complete ``2**l``-fold CV estimate over all rows: every row
 scored by a model that never saw it, trained on a fraction ``1 - 2**-l`` of
-the data, after ``l`` passes. A trial reports these rungs at steps
-``1, 2, ...``, so a pruner decides on a CV over all rows after one pass, not on
-one fold's score on ``n / k`` rows.
+the data, after ``l`` passes. Before rung 1 comes the *half rung*: the root's
+left child, fed the right half (about ``n / 2`` rows), scored on the left half
+before its sibling is fed, an honest hold-out estimate over half the rows. A
+trial reports the half rung at step 1 and rung ``l`` at step ``l + 1``, so a
+pruner decides after half a pass on ``n / 2`` held-out rows, not after about one
+pass on one fold's ``n / k``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from sklearn_ext.model_selection._core import Resolved, RunCore
     from sklearn_ext.model_selection._levels import LevelEstimate
 
-__all__ = ["LevelReports", "n_levels", "reported_levels"]
+__all__ = ["LevelReports", "n_levels", "n_steps", "reported_levels", "step_of"]
 
 
 def n_levels(n_splits: int) -> int:
@@ -40,25 +43,53 @@ def n_levels(n_splits: int) -> int:
     return max(1, int(n_splits - 1).bit_length())
 
 
-def reported_levels(n_splits: int, max_reports: int) -> frozenset[int]:
-    """The rungs ``report="levels"`` reports: all, or the first and the last.
+def n_steps(n_splits: int) -> int:
+    """The steps ``report="levels"`` may report at: the half rung and each rung.
 
-    A tree has ``ceil(log2(k))`` rungs (20 for leave-one-out on a million
-    rows), so all are reported unless ``max_reports`` is smaller: then the
-    first ``max_reports - 1`` and the final one.
+    Examples
+    --------
+    >>> from optuna_treecv._ladder import n_steps
+    >>> n_steps(16), n_steps(2)
+    (5, 2)
+    """
+    return n_levels(n_splits) + 1
+
+
+def step_of(estimate: LevelEstimate) -> int:
+    """The step of a rung: 1 for the half rung, ``level + 1`` for level ``level``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from optuna_treecv._ladder import step_of
+    >>> step_of(SimpleNamespace(level=1, partial=True))
+    1
+    >>> step_of(SimpleNamespace(level=3, partial=False))
+    4
+    """
+    return 1 if estimate.partial else int(estimate.level) + 1
+
+
+def reported_levels(n_splits: int, max_reports: int) -> frozenset[int]:
+    """The steps ``report="levels"`` reports at: all, or the first and the last.
+
+    A tree has ``ceil(log2(k)) + 1`` steps, the half rung's and one per rung
+    (21 for leave-one-out on a million rows), so all are reported unless
+    ``max_reports`` is smaller: then the first ``max_reports - 1`` and the
+    final one.
 
     Examples
     --------
     >>> from optuna_treecv._ladder import reported_levels
     >>> sorted(reported_levels(16, 32))
-    [1, 2, 3, 4]
+    [1, 2, 3, 4, 5]
     >>> sorted(reported_levels(1_000_000, 4))
-    [1, 2, 3, 20]
+    [1, 2, 3, 21]
     """
-    depth = n_levels(n_splits)
-    if depth <= max_reports:
-        return frozenset(range(1, depth + 1))
-    return frozenset([*range(1, max_reports), depth])
+    last = n_steps(n_splits)
+    if last <= max_reports:
+        return frozenset(range(1, last + 1))
+    return frozenset([*range(1, max_reports), last])
 
 
 class LevelReports:
@@ -80,51 +111,45 @@ class LevelReports:
         self.report = report
         self.max_reports = objective.max_reports
         self.progress = objective.progress
-        #: The rungs seen: ``(level, n_parts, score, n_samples_fed)``.
-        self.rungs: list[tuple[int, int, float, int]] = []
+        #: The rungs seen: ``(rung, n_parts, score, n_samples_fed)``, ``rung``
+        #: 0.5 for the half rung, else the level.
+        self.rungs: list[tuple[float, int, float, int]] = []
 
     def run(self, core: RunCore, resolved: Resolved, plan: FoldPlan) -> LeafTable:
         """The leaves of ``resolved`` on ``plan``, reporting each rung on the way.
 
         Raises :class:`optuna.TrialPruned` when the pruner says so after a
-        rung; the level generator is closed then, so no further row is fed.
+        rung (the half rung included); the level generator is closed then, so
+        no further row is fed.
         The final rung is reported too (``HyperbandPruner``'s
         ``max_resource="auto"`` reads it) but never pruned on: its work is done.
         """
         k = plan.n_splits
         steps = reported_levels(k, self.max_reports)
-        levels = core.run_levels(resolved, plan=plan)
+        levels = core.run_levels(resolved, plan=plan, half_rung=True)
         try:
             for estimate in levels:
                 score = _first_score(estimate)
-                self.rungs.append(
-                    (
-                        int(estimate.level),
-                        int(estimate.n_parts),
-                        score,
-                        int(estimate.n_samples_fed),
-                    )
-                )
+                self.rungs.append(_rung_of(estimate, score))
                 if self.progress is not None:
                     done = k if estimate.final else 0
                     self.progress(self.trial, done, k, int(estimate.n_samples_fed))
-                if self.report and estimate.level in steps:
-                    self.trial.report(score, step=int(estimate.level))
+                asks = self.report and step_of(estimate) in steps
+                if asks:
+                    self.trial.report(score, step=step_of(estimate))
                 if estimate.final:
                     return estimate.leaves
-                asks = self.report and estimate.level in steps
                 if asks and self.trial.should_prune():
-                    raise optuna.TrialPruned(
-                        f"Pruned after rung {estimate.level} of {n_levels(k)} "
-                        f"(a {estimate.n_parts}-part CV over all rows)."
-                    )
+                    raise optuna.TrialPruned(_pruned_message(estimate, k))
         finally:
             levels.close()
         raise RuntimeError("The tree's levels ended before the leaves' level.")
 
     def summary(self) -> dict[str, Any]:
-        """The ``cv`` keys of the rungs: ``level_scores``, ``level_n_samples_fed``."""
+        """The ``cv`` keys of the rungs: ``level_rungs`` (0.5 for the half rung,
+        then the levels), ``level_scores``, ``level_n_samples_fed``."""
         return {
+            "level_rungs": [rung[0] for rung in self.rungs],
             "level_scores": [rung[2] for rung in self.rungs],
             "level_n_samples_fed": [rung[3] for rung in self.rungs],
         }
@@ -142,6 +167,24 @@ class LevelReports:
         )
         details.update(self.summary())
         return details
+
+
+def _rung_of(estimate: LevelEstimate, score: float) -> tuple[float, int, float, int]:
+    rung = float(estimate.rung) if estimate.partial else int(estimate.level)
+    return (rung, int(estimate.n_parts), score, int(estimate.n_samples_fed))
+
+
+def _pruned_message(estimate: LevelEstimate, k: int) -> str:
+    if estimate.partial:
+        return (
+            f"Pruned after the half rung of {n_levels(k)} (a hold-out estimate "
+            f"over {int(estimate.part_sizes.sum())} rows, {estimate.n_samples_fed} "
+            "rows fed)."
+        )
+    return (
+        f"Pruned after rung {estimate.level} of {n_levels(k)} "
+        f"(a {estimate.n_parts}-part CV over all rows)."
+    )
 
 
 def _first_score(estimate: LevelEstimate) -> float:

@@ -12,7 +12,7 @@ from sklearn.datasets import make_classification
 from optuna_treecv import TreeCVObjective, fold_scores
 from optuna_treecv._cli import main
 from optuna_treecv._cli_args import _make_pruner
-from optuna_treecv._ladder import n_levels, reported_levels
+from optuna_treecv._ladder import n_levels, n_steps, reported_levels, step_of
 from sklearn_ext.linear_model import PegasosClassifier
 from sklearn_ext.model_selection._backends import PythonTreeBackend
 
@@ -70,15 +70,18 @@ def test_reports_are_the_rungs_of_run_levels(data):
     trial = one_trial(objective, pruner)
     core = objective.core_
     resolved = core.resolve(PegasosClassifier(alpha=ALPHA))
-    rungs = list(core.run_levels(resolved))
-    assert [r.level for r in rungs] == [1, 2, 3]
-    assert trial.intermediate_values == {r.level: r.scores["score"] for r in rungs}
+    rungs = list(core.run_levels(resolved, half_rung=True))
+    assert [r.rung for r in rungs] == [0.5, 1, 2, 3]
+    assert [step_of(r) for r in rungs] == [1, 2, 3, 4]
+    assert trial.intermediate_values == {step_of(r): r.scores["score"] for r in rungs}
     cv = trial.user_attrs["cv"]
+    assert cv["level_rungs"] == [0.5, 1, 2, 3]
     assert cv["level_scores"] == [r.scores["score"] for r in rungs]
     assert cv["level_n_samples_fed"] == [r.n_samples_fed for r in rungs]
     assert cv["n_samples_fed"] == rungs[-1].n_samples_fed
-    # The pruner is asked after rungs 1 and 2, never after the leaves' rung.
-    assert pruner.asked == [1, 2]
+    # The pruner is asked after the half rung and rungs 1 and 2, never after
+    # the leaves' rung.
+    assert pruner.asked == [1, 2, 3]
 
 
 def test_final_value_is_todays_kfold_mean(data):
@@ -102,14 +105,33 @@ def test_pruning_stops_feeding_rows(data, monkeypatch):
     pulled = spy_levels(objective, monkeypatch)
     trial = one_trial(objective, PruneAt(1))
     assert trial.state == TrialState.PRUNED
-    assert len(pulled) == 1 and pulled[0].level == 1
+    assert len(pulled) == 1 and pulled[0].partial and pulled[0].level == 1
     cv = trial.user_attrs["cv"]
-    # One pass: every row fed once (half the rows into each of two models).
-    assert cv["n_samples_fed"] == pulled[0].n_samples_fed == len(X)
-    assert cv["pruned_at_level"] == 1
+    # Half a pass: the root's left child fed the right half, chunks 8 to 15
+    # of 600 rows (8 of 37 rows; the first 8 chunks have 38), nothing more.
+    plan = objective.core_.plan
+    assert plan.children(0, 15) == ((0, 7), (8, 15))
+    assert cv["n_samples_fed"] == pulled[0].n_samples_fed == 600 - plan.bounds[8]
+    assert pulled[0].n_samples_fed == 8 * 37 and pulled[0].part_sizes.tolist() == [304]
+    assert cv["pruned_at_level"] == 0.5
+    assert cv["level_rungs"] == [0.5]
     assert cv["level_scores"] == [pulled[0].scores["score"]]
     assert np.isnan(fold_scores(trial)).all()  # no fold finished
     assert trial.intermediate_values == {1: pulled[0].scores["score"]}
+
+
+def test_rung_1_prunes_after_one_pass(data, monkeypatch):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=16, report="levels", backend=TREE
+    )
+    pulled = spy_levels(objective, monkeypatch)
+    trial = one_trial(objective, PruneAt(2))
+    assert trial.state == TrialState.PRUNED
+    assert [r.rung for r in pulled] == [0.5, 1]
+    # One pass: every row fed once (half the rows into each of two models).
+    assert trial.user_attrs["cv"]["n_samples_fed"] == len(X)
+    assert trial.user_attrs["cv"]["pruned_at_level"] == 1
 
 
 def test_a_later_rung_prunes_after_that_rung(data, monkeypatch):
@@ -118,9 +140,9 @@ def test_a_later_rung_prunes_after_that_rung(data, monkeypatch):
         PegasosClassifier(), SPACE, X, y, cv=16, report="levels", backend=TREE
     )
     pulled = spy_levels(objective, monkeypatch)
-    trial = one_trial(objective, PruneAt(2))
+    trial = one_trial(objective, PruneAt(3))
     assert trial.state == TrialState.PRUNED
-    assert [r.level for r in pulled] == [1, 2]
+    assert [r.rung for r in pulled] == [0.5, 1, 2]
     assert trial.user_attrs["cv"]["n_samples_fed"] == 2 * len(X)
 
 
@@ -137,10 +159,10 @@ def test_reports_are_bounded_by_max_reports(data):
         max_reports=3,
     )
     trial = one_trial(objective, PruneAt(None))
-    assert sorted(trial.intermediate_values) == [1, 2, 6]
-    assert len(trial.user_attrs["cv"]["level_scores"]) == 6  # recorded, not reported
-    assert reported_levels(64, 32) == frozenset(range(1, 7))
-    assert n_levels(64) == 6 and n_levels(5) == 3
+    assert sorted(trial.intermediate_values) == [1, 2, 7]
+    assert len(trial.user_attrs["cv"]["level_scores"]) == 7  # recorded, not reported
+    assert reported_levels(64, 32) == frozenset(range(1, 8))
+    assert n_levels(64) == 6 and n_levels(5) == 3 and n_steps(64) == 7
 
 
 def test_no_levels_walk_without_a_pruner(data, monkeypatch):
@@ -179,7 +201,7 @@ def test_progress_hears_each_rung(data):
         progress=lambda *args: calls.append(args[1:]),
     )
     one_trial(objective, PruneAt(None))
-    assert calls == [(0, 4, len(X)), (4, 4, 2 * len(X))]
+    assert calls == [(0, 4, len(X) // 2), (0, 4, len(X)), (4, 4, 2 * len(X))]
 
 
 @pytest.mark.parametrize("report", ["level", "LEVELS", 1])
@@ -198,7 +220,7 @@ def test_cli_tunes_with_levels(tmp_path, capsys):
     assert code == 0, err
     study = optuna.load_study(study_name="s", storage=storage)
     assert study.user_attrs["treecv_report"] == "levels"
-    assert all(sorted(t.intermediate_values) == [1, 2, 3] for t in study.trials[:2])
+    assert all(sorted(t.intermediate_values) == [1, 2, 3, 4] for t in study.trials[:2])
 
 
 def test_cli_refuses_levels_with_wilcoxon(capsys):
@@ -208,7 +230,7 @@ def test_cli_refuses_levels_with_wilcoxon(capsys):
 
 
 def test_cli_pruners_count_rungs():
-    assert _make_pruner("hyperband", 16, "levels")._max_resource == 4
+    assert _make_pruner("hyperband", 16, "levels")._max_resource == 5
     assert _make_pruner("successive-halving", 10_000, "levels")._min_resource == 1
     assert _make_pruner("hyperband", 16)._max_resource == 16
 
@@ -220,8 +242,9 @@ def test_native_tree_reports_its_rungs(data):
     core = objective.core_
     resolved = core.resolve(PegasosClassifier(alpha=ALPHA))
     assert resolved.backend.name == trial.user_attrs["cv"]["backend"] == "native_tree"
-    rungs = list(core.run_levels(resolved))
-    assert trial.intermediate_values == {r.level: r.scores["score"] for r in rungs}
+    rungs = list(core.run_levels(resolved, half_rung=True))
+    assert rungs[0].partial and len(rungs) == 4
+    assert trial.intermediate_values == {step_of(r): r.scores["score"] for r in rungs}
 
 
 def test_a_scaled_native_pipeline_walks_levels(data):

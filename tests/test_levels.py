@@ -463,3 +463,82 @@ def test_native_anomaly_detector_levels():
     assert all(np.isfinite(level.scores["score"]) for level in levels)
     theirs = core.run(resolved).by_split().scores["score"]
     assert_array_equal(levels[-1].leaves.by_split().scores["score"], theirs)
+
+
+# -- the half rung ---------------------------------------------------------------------
+@pytest.mark.parametrize("engine", list(BACKENDS))
+@pytest.mark.parametrize("order", ["fixed", "randomized"])
+@pytest.mark.parametrize("k", [2, 5, 16])
+def test_the_half_rung_is_a_hand_made_hold_out_estimate(engine, order, k):
+    X, y = _data()
+    backend, make = BACKENDS[engine]
+    estimator = make()
+    core, resolved = _core(estimator, X, y, backend, k, order)
+    half, *levels = core.run_levels(resolved, half_rung=True)
+    plan = core.plan
+    left, right = plan.children(*plan.root)
+    # The root's left child: fed the right half in tree order, scored on the
+    # left half (which it never saw).
+    hand = _hand_made(estimator, X, y, plan, left, {"score": accuracy_score})
+    assert half.partial and not half.final and half.leaves is None
+    assert (half.level, half.n_parts, half.rung) == (1, 1, 0.5)
+    assert half.scores["score"] == hand["score"]
+    assert_array_equal(half.part_sizes, [len(plan.chunk_rows(*left))])
+    assert half.n_samples_fed == len(plan.chunk_rows(*right))
+    # Level 1's first part, bit for bit; the levels as without the half rung.
+    first = levels[0]
+    assert first.part_scores["score"][0] == half.part_scores["score"][0]
+    assert first.part_sizes[0] == half.part_sizes[0]
+    plain = list(core.run_levels(resolved))
+    assert [lv.partial for lv in levels] == [False] * len(plain)
+    for ours, theirs in zip(levels, plain, strict=True):
+        assert (ours.level, ours.n_parts) == (theirs.level, theirs.n_parts)
+        assert ours.scores == theirs.scores
+        assert ours.n_samples_fed == theirs.n_samples_fed
+        for name, values in theirs.part_scores.items():
+            assert_array_equal(ours.part_scores[name], values)
+
+
+@pytest.mark.parametrize("engine", list(BACKENDS))
+def test_the_half_rung_leaves_the_final_level_bit_equal_to_run(engine):
+    X, y = _data()
+    backend, make = BACKENDS[engine]
+    core, resolved = _core(make(), X, y, backend, 10, "randomized")
+    *_, final = core.run_levels(resolved, half_rung=True)
+    ours, theirs = final.leaves.by_split(), core.run(resolved).by_split()
+    assert_array_equal(ours.leaf, theirs.leaf)
+    assert_array_equal(ours.scores["score"], theirs.scores["score"])
+    assert_array_equal(ours.n_samples_fed, theirs.n_samples_fed)
+    assert_array_equal(ours.fit_error, theirs.fit_error)
+
+
+def test_closing_after_the_half_rung_feeds_the_first_child_only():
+    X, y = _data()  # 320 rows, 16 chunks of 20: the right half is 160 rows
+    _Counted.fed = 0
+    levels = _counted_levels(16, half_rung=True)
+    half = next(levels)
+    assert half.partial and half.n_samples_fed == _Counted.fed == len(X) // 2 == 160
+    levels.close()
+    assert _Counted.fed == 160  # the root's right child was never fed
+    # Without the half rung the first estimate comes after one pass.
+    _Counted.fed = 0
+    assert next(_counted_levels(16)).n_samples_fed == _Counted.fed == len(X)
+
+
+def _counted_levels(k, **kwargs):
+    X, y = _data()
+    core, resolved = _core(_Counted(), X, y, PythonTreeBackend(), k, "randomized")
+    return core.run_levels(resolved, **kwargs)
+
+
+def test_the_half_rung_of_several_metrics_and_a_backend_without_levels():
+    X, y = _data()
+    scoring = ["accuracy", "f1"]
+    core, resolved = _core(_sgd(), X, y, PythonTreeBackend(), 8, scoring=scoring)
+    half, first, *_ = core.run_levels(resolved, half_rung=True)
+    assert set(half.scores) == {"accuracy", "f1"}
+    for name in scoring:
+        assert half.part_scores[name][0] == first.part_scores[name][0]
+    core, resolved = _core(GaussianNB(), X, y, StandardBackend(), 8)
+    (only,) = core.run_levels(resolved, half_rung=True)  # nothing to split
+    assert only.final and not only.partial

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ext import PegasosClassifier, TreeCVSearchCV, TreeCVSplitter
 from sklearn_ext.model_selection._backends import PythonTreeBackend
-from sklearn_ext.model_selection._racing import PRIOR_DF, drop_test
+from sklearn_ext.model_selection._racing import PRIOR_DF, drop_test, half_rung_test
 
 #: One clearly best alpha (0.1), a close second, clearly bad ones (a one-pass
 #: PEGASOS on these data: 0.838, 0.832 and 0.75 to 0.79 by 16-fold CV).
@@ -39,7 +39,7 @@ def pair(data):
     return search(False).fit(X, y), search(True).fit(X, y)
 
 
-def test_racing_keeps_the_best_and_drops_the_bad_after_rung_one(pair, data):
+def test_racing_keeps_the_best_and_drops_the_bad_after_the_half_rung(pair, data):
     plain, raced = pair
     X, _ = data
     results = raced.cv_results_
@@ -47,9 +47,11 @@ def test_racing_keeps_the_best_and_drops_the_bad_after_rung_one(pair, data):
     assert raced.best_score_ == plain.best_score_
     assert results["race_rung"][raced.best_index_] == 4  # ran to the leaves
     bad = [i for i in range(len(GRID["alpha"])) if i not in GOOD]
-    assert (results["race_rung"][bad] == 1).all()
-    # A dropped candidate was fed one pass: every row once.
-    assert (results["n_samples_fed"][bad] == len(X)).all()
+    assert (results["race_rung"][bad] == 0.5).all()
+    # A dropped candidate was fed half a pass: the root's left child, trained
+    # on the right half (chunks 8 to 15 of 16 chunks of 250 rows), no more.
+    assert 8 * 250 == len(X) // 2
+    assert (results["n_samples_fed"][bad] == len(X) // 2).all()
     assert results["n_samples_fed"][0] == 4 * len(X)
     # Without racing every candidate feeds 4 passes.
     assert int(np.sum(results["n_samples_fed"])) < len(GRID["alpha"]) * 4 * len(X) / 2
@@ -85,9 +87,10 @@ def test_race_score_is_the_last_rung(pair, data):
     results = raced.cv_results_
     for i, params in enumerate(results["params"]):
         resolved = core.resolve(PegasosClassifier(**params))
-        rungs = list(core.run_levels(resolved))
-        last = rungs[int(results["race_rung"][i]) - 1]
-        assert results["race_score"][i] == last.scores["score"]
+        rungs = list(core.run_levels(resolved, half_rung=True))
+        last = [r for r in rungs if r.rung == results["race_rung"][i]]
+        assert len(last) == 1
+        assert results["race_score"][i] == last[0].scores["score"]
 
 
 def test_racing_in_parallel_threads_gives_the_same_race(pair, data):
@@ -176,13 +179,44 @@ def test_drop_test_drops_the_clearly_worse_only():
     assert not drop_test([leader, leader - 0.1], sizes, 0.05).any()
 
 
+def test_half_rung_test_error_rate_under_the_null():
+    # Two models as accurate in expectation, on the same rows, correlated:
+    # the bound's test drops at most about alpha of them, usually fewer.
+    rng = np.random.default_rng(0)
+    alpha, n_rows, drops, tests = 0.05, 2000, 0, 0
+    for _ in range(300):
+        shared = rng.random(n_rows) < 0.8  # rows both models get right
+        own = rng.random((10, n_rows)) < 0.5
+        # Each model right on the shared rows, and on half the others.
+        right = shared | own
+        # A fixed leader, model 0, against the nine others.
+        dropped = half_rung_test(right.mean(axis=1), n_rows, alpha)
+        drops += int(dropped[1:].sum())
+        tests += 9
+    assert drops / tests < alpha
+
+
+def test_half_rung_test_drops_the_clearly_worse_only():
+    accuracies = np.array([0.84, 0.835, 0.80, np.nan, 0.70])
+    dropped = half_rung_test(accuracies, 16000, 0.0125)
+    assert dropped.tolist() == [False, False, True, False, True]
+    # Fewer rows, wider bound: 0.04 below the leader is no evidence on 100.
+    assert not half_rung_test(np.array([0.84, 0.80]), 100, 0.0125).any()
+
+
+def test_racing_on_another_metric_skips_the_half_rung(data):
+    raced = search(True, scoring="f1").fit(*data)
+    rungs = raced.cv_results_["race_rung"]
+    assert 0.5 not in rungs and (rungs[[2, 3, 4, 5]] < 4).all()
+
+
 def test_the_native_tree_races_the_same(pair, data):
     _, raced = pair
     native = search(True, method="auto", return_run_info=True).fit(*data)
     assert set(native.cv_results_["backend"]) == {"native_tree"}
     assert native.best_index_ == raced.best_index_ == 0
     bad = [i for i in range(len(GRID["alpha"])) if i not in GOOD]
-    assert (native.cv_results_["race_rung"][bad] == 1).all()
+    assert (native.cv_results_["race_rung"][bad] == 0.5).all()
 
 
 @pytest.mark.parametrize("method", ["auto", "python_tree"])

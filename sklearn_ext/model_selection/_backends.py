@@ -651,7 +651,11 @@ class PythonTreeBackend(Backend):
         levels = TreeLevels(_TreeRun(task, self.shortcuts), root, _flush)
         del root
         yield from walk_levels(
-            task.plan, levels, task.names, LeafTable.from_leaves, half_rung=task.half_rung
+            task.plan,
+            levels,
+            task.names,
+            LeafTable.from_leaves,
+            half_rung=task.half_rung,
         )
 
     def __repr__(self) -> str:

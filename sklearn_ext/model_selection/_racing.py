@@ -9,6 +9,12 @@ the rung's parts (the same held-out rows for every candidate), its variance
 moderated across the candidates, in the spirit of CVST (Krueger, Panknin and
 Braun, JMLR 16, 2015), which drops configurations by sequential tests on
 growing subsets. Only the survivors run to the leaves and get fold scores.
+
+Raced on accuracy, the race also decides at the *half rung*, before rung 1:
+every candidate's model trained on the right half of the rows (about ``n / 2``
+rows fed), scored on the left half. That rung has one part, so the paired test
+over parts cannot run; :func:`half_rung_test` bounds the variance of the
+per-row differences by the two error rates instead (no per-row data needed).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._levels import LevelEstimate, n_levels
 
-__all__ = ["PRIOR_DF", "Racer", "race", "drop_test"]
+__all__ = ["PRIOR_DF", "Racer", "race", "drop_test", "half_rung_test"]
 
 #: The weight, in parts, of the spread shared by the candidates of a rung in
 #: each candidate's variance (the prior degrees of freedom of the moderated
@@ -40,8 +46,9 @@ class Racer:
     resolved: Resolved
     levels: Any = None
     last: LevelEstimate | None = None
-    #: The rung at which the race dropped it (``None``: it ran to the leaves).
-    dropped_at: int | None = None
+    #: The rung at which the race dropped it (``None``: it ran to the leaves;
+    #: 0.5: the half rung).
+    dropped_at: float | None = None
     #: The leaves of a candidate that ran to them (failed fits: ``error_score``).
     leaves: LeafTable | None = None
     #: The raced metric's estimate at each rung reached.
@@ -71,17 +78,20 @@ def race(
     per candidate, in order: survivors hold their ``leaves``, dropped ones
     their last rung.
     """
-    racers = [Racer(i, r, core.run_levels(r)) for i, r in enumerate(resolved)]
+    half = races_half_rung(core)
+    racers = [
+        Racer(i, r, core.run_levels(r, half_rung=half)) for i, r in enumerate(resolved)
+    ]
     parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
     try:
         while any(r.running for r in racers):
             running = [r for r in racers if r.running]
             parallel(delayed(_advance)(r, metric) for r in running)
             rung = [r for r in running if r.running and r.last is not None]
-            dropped = _drop(rung, alpha / max(1, _n_tests(core)))
+            dropped = _drop(rung, alpha / max(1, _n_tests(core, half)))
             if say is not None and rung:
                 say(
-                    f"[race] rung {rung[0].last.level}: dropped {len(dropped)} of "
+                    f"[race] rung {rung[0].last.rung}: dropped {len(dropped)} of "
                     f"{len(rung)} candidates"
                 )
     finally:
@@ -90,9 +100,17 @@ def race(
     return racers
 
 
-def _n_tests(core: RunCore) -> int:
-    """The rungs that test (all but the leaves'): the Bonferroni divisor."""
-    return max(1, n_levels(core.plan) - 1)
+def races_half_rung(core: RunCore) -> bool:
+    """Whether the race tests at the half rung: on accuracy, the one metric
+    (``scoring=None`` for a classifier, or ``"accuracy"``), whose per-row
+    differences :func:`half_rung_test` can bound."""
+    return getattr(core, "metric", None) == "accuracy"
+
+
+def _n_tests(core: RunCore, half: bool = False) -> int:
+    """The rungs that test (all but the leaves', and the half rung when it
+    is raced): the Bonferroni divisor."""
+    return max(1, n_levels(core.plan) - 1 + int(half))
 
 
 def _advance(racer: Racer, metric: str | None) -> None:
@@ -124,21 +142,23 @@ def _metric_key(estimate: LevelEstimate, metric: str | None) -> str:
 def _drop(rung: list[Racer], alpha: float) -> list[Racer]:
     """Drop (mark) the racers of one rung clearly worse than its leader."""
     comparable = [r for r in rung if r.last is not None and not r.last.final]
-    by_level: dict[int, list[Racer]] = {}
+    by_rung: dict[float, list[Racer]] = {}
     for racer in comparable:
-        by_level.setdefault(int(racer.last.level), []).append(racer)
+        by_rung.setdefault(racer.last.rung, []).append(racer)
     dropped = []
-    for level, racers in by_level.items():
+    for level, racers in by_rung.items():
         scores = np.array([r.rungs[-1] for r in racers])
         if len(racers) < 2 or not np.isfinite(scores).any():
             continue
         leader = racers[int(np.nanargmax(scores))]
         others = [r for r in racers if r is not leader]
-        worse = drop_test(
-            [_parts(leader)] + [_parts(r) for r in others],
-            leader.last.part_sizes,
-            alpha,
-        )[1:]
+        parts = [_parts(leader)] + [_parts(r) for r in others]
+        if leader.last.partial:
+            worse = half_rung_test(
+                np.concatenate(parts), int(leader.last.part_sizes.sum()), alpha
+            )[1:]
+        else:
+            worse = drop_test(parts, leader.last.part_sizes, alpha)[1:]
         for racer, drop in zip(others, worse, strict=True):
             if drop:
                 racer.dropped_at = level
@@ -214,5 +234,52 @@ def drop_test(
     threshold = stats.t.ppf(1 - alpha, PRIOR_DF + df) * se
     # No spread at all (identical part differences everywhere): no evidence.
     drop = finite & (se > 0) & (D > threshold)
+    drop[0] = False
+    return drop
+
+
+def half_rung_test(accuracies: np.ndarray, n_rows: int, alpha: float) -> np.ndarray:
+    """Which candidates are clearly less accurate than the first (the leader)
+    at the half rung: one part of ``n_rows`` held-out rows, the same rows for
+    every candidate, every model trained on the same other rows.
+
+    Per row ``i``, ``d_i`` is 1 where only the leader is right, -1 where only
+    the candidate is, else 0: ``D = mean_i d_i`` is exactly the difference of
+    the two accuracies. Its variance is at most ``E[d_i**2] / n_rows``, and
+    ``d_i != 0`` only where one of the two is wrong, so ``E[d_i**2] <= e_0 +
+    e_c``, the sum of their error rates. A candidate is dropped when ``D >
+    z(1 - alpha) * sqrt((e_0 + e_c) / n_rows)``, the one-sided normal test
+    with that upper bound on the variance: one whose expected accuracy equals
+    the leader's is dropped with probability at most ``alpha`` (as the rows
+    grow, the rows being exchangeable), less where the two disagree on fewer
+    rows than they err on.
+
+    Parameters
+    ----------
+    accuracies : ndarray of shape (n_candidates,)
+        The leader's accuracy on the part first, then each candidate's.
+    n_rows : int
+        Held-out rows of the part.
+    alpha : float
+        The error rate of one test.
+
+    Returns
+    -------
+    drop : ndarray of bool of shape (n_candidates,)
+        Whether each is clearly worse than the leader (never the leader).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.model_selection._racing import half_rung_test
+    >>> half_rung_test(np.array([0.85, 0.845, 0.80, 0.76]), 16000, 0.0125).tolist()
+    [False, False, True, True]
+    """
+    scores = np.asarray(accuracies, dtype=float)
+    errors = np.clip(1.0 - scores, 0.0, 1.0)
+    D = scores[0] - scores
+    se = np.sqrt((errors[0] + errors) / max(int(n_rows), 1))
+    with np.errstate(invalid="ignore"):
+        drop = np.isfinite(D) & (se > 0) & (D > stats.norm.ppf(1 - alpha) * se)
     drop[0] = False
     return drop

@@ -154,28 +154,33 @@ class TreeCVSearchCV(BaseSearchCV):
         candidate), each candidate's variance moderated toward the
         candidates' common spread (:func:`~sklearn_ext.model_selection.\
 _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
-        Only the survivors run to the leaves; ``best_*`` and ``refit`` choose
-        among them as without racing. A dropped candidate keeps its row in
-        ``cv_results_`` with NaN fold scores and times (so it ranks last),
-        and the columns ``race_rung`` (the rung it stopped at; the last
-        rung, ``ceil(log2(k))``, for survivors), ``race_score`` (its last
-        rung's estimate of the raced metric) and ``n_samples_fed`` (rows fed
-        to it) are added for every candidate. The raced metric is the
-        single one, or the one ``refit`` names. A backend without levels
-        (standard CV, the SVM and exact engines) runs its candidates to the
-        leaves: nothing is dropped.
+        Raced on accuracy, it also drops after the *half rung* (rung 0.5:
+        models trained on the right half, scored on the left half, after
+        about ``n / 2`` rows), by a test whose variance bound needs only the
+        two accuracies (:func:`~sklearn_ext.model_selection._racing.\
+half_rung_test`). Only the survivors run to the leaves; ``best_*`` and
+        ``refit`` choose among them as without racing. A dropped candidate
+        keeps its row in ``cv_results_`` with NaN fold scores and times (so
+        it ranks last), and the columns ``race_rung`` (the rung it stopped
+        at, 0.5 for the half rung; the last rung, ``ceil(log2(k))``, for
+        survivors), ``race_score`` (its last rung's estimate of the raced
+        metric) and ``n_samples_fed`` (rows fed to it) are added for every
+        candidate. The raced metric is the single one, or the one ``refit``
+        names. A backend without levels (standard CV, the SVM and exact
+        engines) runs its candidates to the leaves: nothing is dropped.
     racing_alpha : float in (0, 1), default=0.05
         The error rate of the race: each test drops a candidate whose
         expected rung score equals the leader's with probability at most
         ``racing_alpha / (ceil(log2(k)) - 1)`` (Bonferroni over the rungs that
-        test), so a candidate as good as the leader survives the race with
-        probability at least ``1 - racing_alpha``, under the test's model
-        (part differences independent and normal) and against a fixed
-        leader. What the test does not cover is the rungs' bias: a rung
-        scores models trained on ``1 - 2**-l`` of the rows, and a candidate
-        that gains more from more data than the leader can be dropped though
-        the full k-fold CV would rank it first (see "Racing" in the user
-        guide for the measured rate).
+        test; ``racing_alpha / ceil(log2(k))`` with the half rung), so a
+        candidate as good as the leader survives the race with probability at
+        least ``1 - racing_alpha``, under the tests' models (part differences
+        independent and normal; at the half rung, rows exchangeable) and
+        against a fixed leader. What the test does not cover is the rungs'
+        bias: a rung scores models trained on ``1 - 2**-l`` of the rows (the
+        half rung on half), and a candidate that gains more from more data
+        than the leader can be dropped though the full k-fold CV would rank
+        it first (see "Racing" in the user guide for the measured rate).
 
     Attributes
     ----------
@@ -237,7 +242,8 @@ _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
     >>> bool(abs(again.mean() - search.best_score_) < 1e-12)
     True
 
-    Racing drops the clearly worse candidates after one pass (rung 1) or two:
+    Racing drops the clearly worse candidates after half a pass (the half
+    rung, 0.5), one (rung 1) or two:
 
     >>> from sklearn.datasets import make_classification
     >>> X, y = make_classification(
@@ -248,7 +254,7 @@ _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
     ...     PegasosClassifier(), grid, cv=TreeCVSplitter(16), racing=True
     ... ).fit(X, y)
     >>> raced.cv_results_["race_rung"].tolist()  # rung 4 is the leaves'
-    [4, 4, 1, 2]
+    [4.0, 4.0, 0.5, 0.5]
     >>> raced.best_params_
     {'alpha': 0.1}
     """
@@ -740,7 +746,7 @@ def race_candidates(search, core: RunCore, resolved, candidate_params, contexts)
         else:
             splits = _dropped_splits(core)
             columns = {"n_samples_fed": 0, "backend": racer.resolved.backend.name}
-        columns["race_rung"] = 0 if last is None else int(last.level)
+        columns["race_rung"] = 0 if last is None else last.rung
         columns["race_score"] = racer.rungs[-1] if racer.rungs else np.nan
         if last is not None:
             columns["n_samples_fed"] = int(last.n_samples_fed)
