@@ -247,6 +247,7 @@ def test_native_tree_reports_its_rungs(data):
     assert trial.intermediate_values == {step_of(r): r.scores["score"] for r in rungs}
 
 
+@pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_a_scaled_native_pipeline_walks_levels(data):
     # The native tree's scaled pipelines walk their levels by the Python tree.
     from sklearn.pipeline import make_pipeline

@@ -220,6 +220,7 @@ def test_the_native_tree_races_the_same(pair, data):
 
 
 @pytest.mark.parametrize("method", ["auto", "python_tree"])
+@pytest.mark.filterwarnings("ignore:One or more of the test scores are non-finite")
 def test_a_failing_candidate_scores_error_score(data, method):
     from sklearn.exceptions import FitFailedWarning
 
