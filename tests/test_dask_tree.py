@@ -257,3 +257,41 @@ def test_lost_data_is_a_clear_error(digits):
         client.cancel(distributed.futures_of(dX)[:1], force=True)
         with pytest.raises(PlacementError, match="lost work of this run"):
             tree_cross_validate(one_pass_sgd(), dX, dy, cv=4)
+
+
+def test_a_released_block_is_waited_for(client, digits, monkeypatch):
+    # A finished block that no worker holds for a moment (released by an
+    # earlier handle of the same key, being computed again) is waited for.
+    X, y = digits
+    dX, dy = blocked(X, y, 4)
+    expected = tree_cross_validate(one_pass_sgd(), dX, dy, cv=4)["test_score"]
+    real = type(client).who_has
+    calls = []
+
+    def who_has_forgetting_once(self, futures=None, **kwargs):
+        who = dict(real(self, futures, **kwargs))
+        calls.append(1)
+        if len(calls) == 1:
+            who[next(iter(who))] = ()
+        return who
+
+    monkeypatch.setattr(type(client), "who_has", who_has_forgetting_once)
+    again = tree_cross_validate(one_pass_sgd(), dX, dy, cv=4)["test_score"]
+    assert len(calls) >= 2
+    assert_array_equal(again, expected)
+
+
+def test_a_block_held_by_no_worker_is_a_clear_error(client, digits, monkeypatch):
+    from sklearn_ext.model_selection import _dask
+
+    X, y = digits
+    dX, dy = blocked(X, y, 4)
+    real = type(client).who_has
+
+    def who_has_nobody(self, futures=None, **kwargs):
+        return {key: () for key in real(self, futures, **kwargs)}
+
+    monkeypatch.setattr(type(client), "who_has", who_has_nobody)
+    monkeypatch.setattr(_dask, "HOLDER_SECONDS", 0.2)
+    with pytest.raises(PlacementError, match="No worker holds the blocks"):
+        tree_cross_validate(one_pass_sgd(), dX, dy, cv=4)

@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -432,12 +433,26 @@ def test_a_killed_cli_worker_trial_is_failed_and_retried(tmp_path):
 def test_ctrl_c_twice_in_a_long_trial_leaves_no_trial_running(tmp_path):
     workers = SlowWorkers(tmp_path)
     proc = workers.start_slow()
+    lines: list[str] = []
+    told = threading.Event()
+
+    def read_stderr():
+        for line in proc.stderr:
+            lines.append(line)
+            if "Ctrl-C: stopping after the running trial" in line:
+                told.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     proc.send_signal(signal.SIGINT)  # Stop after the trial...
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)  # ...no: now.
-    out, err = proc.communicate(timeout=60)
+    # ...no: now, once told (two signals before Python's handler runs are one).
+    assert told.wait(60), "".join(lines)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)  # its few lines of output fit in the pipe
+    out = proc.stdout.read()
+    reader.join(timeout=10)
+    err = "".join(lines)
     assert proc.returncode == 130, err
-    assert "Ctrl-C: stopping after the running trial" in err
     assert "Interrupted (Ctrl-C)" in out
     assert [t.state for t in workers.trials()] == [TrialState.FAIL]
 

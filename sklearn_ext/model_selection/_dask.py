@@ -67,6 +67,9 @@ __all__ = ["BACKENDS", "DaskPlacement", "DaskTreeBackend"]
 WATCH_SECONDS = 0.5
 #: Rounds of resubmission after lost workers before a run gives up.
 MAX_ROUNDS = 4
+#: Seconds a finished block held by no worker (released, being computed again)
+#: is waited for before the run fails with a :class:`PlacementError`.
+HOLDER_SECONDS = 30.0
 
 #: What :meth:`DaskPlacement.watch` is told when a result was lost with its worker.
 _LOST = object()
@@ -360,14 +363,34 @@ class DaskPlacement(Placement):
         (a block lost with its worker is recomputed from its lineage), with
         the blocks of ``y`` brought to them."""
         try:
-            wait(self.X_blocks + (self.y_source or []))
-            who = self.client.who_has(self.X_blocks)
-            owners = [who[f.key][0] for f in self.X_blocks]
+            owners = self._holders()
             if self.y_source is not None:
                 self.y_blocks = self._colocated(owners)
         except _CLUSTER_ERRORS as exc:
             raise _lost(exc) from exc
         return owners
+
+    def _holders(self) -> list[str]:
+        """One worker holding each block of ``X``, once every block is held.
+
+        A block that is finished but held by no worker was released and is
+        being computed again (the same key dropped by an earlier handle of
+        this client, or lost with its worker): it is waited for again, for at
+        most :data:`HOLDER_SECONDS`.
+        """
+        deadline = time.monotonic() + HOLDER_SECONDS
+        while True:
+            wait(self.X_blocks + (self.y_source or []))
+            who = self.client.who_has(self.X_blocks)
+            if all(who.get(f.key) for f in self.X_blocks):
+                return [who[f.key][0] for f in self.X_blocks]
+            if time.monotonic() > deadline:
+                lost = [f.key for f in self.X_blocks if not who.get(f.key)]
+                raise PlacementError(
+                    f"No worker holds the blocks {lost} of X after "
+                    f"{HOLDER_SECONDS:g} s; run again once the cluster is healthy."
+                )
+            time.sleep(WATCH_SECONDS / 10)
 
     def spans(self, start: int, stop: int, owners: Sequence[str]):
         """Rows ``start:stop`` as runs of blocks held by one worker each.
