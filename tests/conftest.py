@@ -31,3 +31,17 @@ def chains_on_small_data(monkeypatch):
     from sklearn_ext.svm import _cv
 
     monkeypatch.setattr(_cv, "MIN_ROWS_FOR_CHAINS", 0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A Dask client of an in-process LocalCluster (two one-thread workers),
+    one per test module that asks for it."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()

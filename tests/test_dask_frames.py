@@ -33,17 +33,6 @@ COLUMNS = [f"pixel{i}" for i in range(64)]
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    )
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
-@pytest.fixture(scope="module")
 def frame():
     """Digits as a pandas frame: 64 named pixels, a category, the target."""
     X, y = load_digits(return_X_y=True)

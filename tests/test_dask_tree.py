@@ -28,17 +28,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    )
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
-@pytest.fixture(scope="module")
 def digits():
     X, y = load_digits(return_X_y=True)
     return X[:1200], y[:1200]
