@@ -20,7 +20,12 @@ def _missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
-# The Dask placement's module imports distributed, an optional dependency.
+# The Dask placement's modules import distributed, an optional dependency.
 collect_ignore = (
-    ["sklearn_ext/model_selection/_dask.py"] if _missing("distributed") else []
+    [
+        "sklearn_ext/model_selection/_dask.py",
+        "sklearn_ext/model_selection/_dask_blocks.py",
+    ]
+    if _missing("distributed")
+    else []
 )

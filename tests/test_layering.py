@@ -218,3 +218,27 @@ def test_no_import_cycle_between_modules():
 
     cycles = [c for m in graph if (c := reaches(m, m)) is not None]
     assert not cycles, " -> ".join(cycles[0])
+
+
+def test_modules_importing_dask_are_left_out_of_collection_without_it():
+    # A fresh install without the dask extra collects the doctests of every
+    # module: one that imports Dask at its top must be in conftest's list.
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    optional = {"dask", "distributed"}
+    importing = set()
+    for path in (root / "sklearn_ext").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(name.split(".")[0] in optional for name in names):
+                importing.add(path.relative_to(root).as_posix())
+    conftest = (root / "conftest.py").read_text()
+    assert importing and all(f'"{module}"' in conftest for module in importing)
