@@ -32,6 +32,8 @@ from sklearn_ext.model_selection._estimator import (
     balanced_class_weight,
 )
 from sklearn_ext.model_selection._leaves import LeafResult, LeafTable
+from sklearn_ext.model_selection._levels import Meter as _Meter
+from sklearn_ext.model_selection._levels import TreeLevels, walk_levels
 from sklearn_ext.model_selection._plan import FoldPlan
 from sklearn_ext.model_selection._shortcuts import (
     _NotApplicable,
@@ -343,21 +345,6 @@ class _Learner:
         return _Learner(copy.deepcopy(self.model), self.fitted)
 
 
-class _Meter:
-    """Training work done since the last leaf was emitted."""
-
-    __slots__ = ("n_samples_fed", "fit_time")
-
-    def __init__(self, n_samples_fed: int = 0, fit_time: float = 0.0) -> None:
-        self.n_samples_fed = n_samples_fed
-        self.fit_time = fit_time
-
-    def take(self) -> tuple[int, float]:
-        taken = (self.n_samples_fed, self.fit_time)
-        self.n_samples_fed, self.fit_time = 0, 0.0
-        return taken
-
-
 class _TreeRun:
     """One run of the Python tree: the rows gathered once, the shortcuts chosen once.
 
@@ -644,8 +631,6 @@ class PythonTreeBackend(Backend):
 
     def run_levels(self, task: CVTask):
         """The tree breadth first: one ``LevelEstimate`` per level (one worker)."""
-        from sklearn_ext.model_selection._levels import TreeLevels, walk_levels
-
         # The walk takes the root's model over (no local keeps it alive).
         root = _Learner(_estimator(self, task))
         levels = TreeLevels(_TreeRun(task, self.shortcuts), root, _flush)

@@ -215,8 +215,8 @@ class LevelEngine(Protocol):
         """
 
 
-class _Meter:
-    """Training work below a node not yet reported at a leaf (as the tree's)."""
+class Meter:
+    """Training work below a node not yet reported at a leaf (both walks')."""
 
     __slots__ = ("n_samples_fed", "fit_time")
 
@@ -234,7 +234,7 @@ class _Part:
 
     __slots__ = ("node", "state", "meter", "scores")
 
-    def __init__(self, node, state, meter: _Meter, scores=None) -> None:
+    def __init__(self, node, state, meter: Meter, scores=None) -> None:
         self.node, self.state, self.meter, self.scores = node, state, meter, scores
 
 
@@ -255,7 +255,7 @@ def walk_levels(
     ``partial`` estimate of level 1 (its one part); level 1 keeps that score.
     """
     bounds = plan.bounds
-    parts = [_Part(plan.root, engine.root(), _Meter())]
+    parts = [_Part(plan.root, engine.root(), Meter())]
     leaves: list = []
     n_fed, level = 0, 0
     while any(part.node[0] != part.node[1] for part in parts):
@@ -299,7 +299,7 @@ def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, 
         # The left child carries the parent's pending work, as in the
         # depth-first walk, whose next leaf is the left child's first.
         left_part = _Part(left, engine.fork(part.state), part.meter)
-        right_part = _Part(right, part.state, _Meter())
+        right_part = _Part(right, part.state, Meter())
         part.state = None  # the right child owns the parent's model now
         n, seconds = engine.feed(part.node, left, right, left_part.state)
         left_part.meter.n_samples_fed += n
@@ -363,7 +363,7 @@ class TreeLevels:
         return state.fork()
 
     def feed(self, parent, node, sibling, state) -> tuple[int, float]:
-        meter = _Meter()
+        meter = Meter()
         self.run.fit(state, self.run.fed(node, sibling), meter)
         return meter.n_samples_fed, meter.fit_time
 
@@ -374,7 +374,7 @@ class TreeLevels:
         return self.run.score(state.model, *node)
 
     def leaf(self, leaf: int, state, n_fed: int, fit_time: float, scored=None):
-        meter = _Meter(n_fed, fit_time)
+        meter = Meter(n_fed, fit_time)
         self.flush(state.model, meter)
         scores, score_time = self.run.score(state.model, leaf)
         # The leaf's model is not trained any further: no copy needed.

@@ -104,7 +104,7 @@ def races_half_rung(core: RunCore) -> bool:
     """Whether the race tests at the half rung: on accuracy, the one metric
     (``scoring=None`` for a classifier, or ``"accuracy"``), whose per-row
     differences :func:`half_rung_test` can bound."""
-    return getattr(core, "metric", None) == "accuracy"
+    return core.metric == "accuracy"
 
 
 def _n_tests(core: RunCore, half: bool = False) -> int:
