@@ -592,7 +592,8 @@ def test_tune_adopts_an_empty_study_made_to_maximize(tmp_path, capsys):
 
 # -- heartbeats and recovery ---------------------------------------------------------
 def test_heartbeat_defaults_and_errors(tmp_path, capsys):
-    from optuna_treecv._cli import CLIError, _open_storage
+    from optuna_treecv._cli_args import CLIError
+    from optuna_treecv._cli_tune import _open_storage
 
     assert (
         _open_storage(f"sqlite:///{tmp_path / 'h.db'}", None).heartbeat_interval == 60
@@ -935,7 +936,7 @@ def test_notes_honour_the_users_warning_filters(tmp_path, capsys, ignore):
 
 def test_a_module_filter_matches_the_module_python_names():
     import sklearn_ext
-    from optuna_treecv import _cli
+    from optuna_treecv import _cli_tune
 
-    assert _cli._module_name(_cli.__file__) == "optuna_treecv._cli"
-    assert _cli._module_name(sklearn_ext.__file__) == "sklearn_ext"
+    assert _cli_tune._module_name(_cli_tune.__file__) == "optuna_treecv._cli_tune"
+    assert _cli_tune._module_name(sklearn_ext.__file__) == "sklearn_ext"

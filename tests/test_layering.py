@@ -242,3 +242,20 @@ def test_modules_importing_dask_are_left_out_of_collection_without_it():
                 importing.add(path.relative_to(root).as_posix())
     conftest = (root / "conftest.py").read_text()
     assert importing and all(f'"{module}"' in conftest for module in importing)
+
+
+def test_cli_commands_do_not_import_one_another():
+    # `tune` (with its report) and `cv` are separate modules; what both use
+    # (arguments, set-up, timing of standard CV) imports neither command.
+    graph = _project_imports()
+    tune = {"optuna_treecv._cli_tune", "optuna_treecv._cli_report"}
+    cv = {"optuna_treecv._cli_cv"}
+    shared = {
+        "optuna_treecv._cli_args",
+        "optuna_treecv._cli_setup",
+        "optuna_treecv._cli_timing",
+    }
+    assert (tune | cv | shared) <= set(graph)
+    assert not any(graph[m] & cv for m in tune)
+    assert not any(graph[m] & tune for m in cv)
+    assert not any(graph[m] & (tune | cv | {"optuna_treecv._cli"}) for m in shared)

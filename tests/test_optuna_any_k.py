@@ -25,7 +25,10 @@ from sklearn.datasets import make_classification
 from optuna_treecv import (
     TreeCVObjective,
     TrialRecord,
-    _cli,
+    _cli_args,
+    _cli_cv,
+    _cli_timing,
+    _cli_tune,
     _objective,
     fold_scores,
     refit_estimator,
@@ -289,8 +292,8 @@ def test_cv_no_standard_runs_treecv_only(capsys):
 
 def test_cv_refuses_a_long_standard_run_with_an_estimate(capsys, monkeypatch):
     # Every standard run counts as long here: 0 s stand for the hour.
-    monkeypatch.setattr(_cli, "PROBE_ABOVE", 0.0)
-    monkeypatch.setattr(_cli, "STANDARD_LIMIT", 0.0)
+    monkeypatch.setattr(_cli_timing, "PROBE_ABOVE", 0.0)
+    monkeypatch.setattr(_cli_cv, "STANDARD_LIMIT", 0.0)
     code, out, err = run(["cv", "pegasos", "iris", "--cv", "150"], capsys)
     assert code == 0, err
     assert "\nstandard " not in out
@@ -311,8 +314,8 @@ def test_tune_estimates_a_long_baseline_and_shows_progress(
 ):
     import joblib
 
-    monkeypatch.setattr(_cli, "PROBE_ABOVE", 0.0)
-    monkeypatch.setattr(_cli, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(_cli_timing, "PROBE_ABOVE", 0.0)
+    monkeypatch.setattr(_cli_tune, "PROGRESS_EVERY", 0.0)
     monkeypatch.setattr(_objective, "PROGRESS_INTERVAL", 0.0)
     path = tmp_path / "model.joblib"
     code, out, err = run(
@@ -482,7 +485,7 @@ def test_cli_pruners_start_at_the_first_report(name, k, expected):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        pruner = _cli._make_pruner(name, k)
+        pruner = _cli_args._make_pruner(name, k)
     for attribute, value in expected.items():
         assert getattr(pruner, attribute) == value
 
