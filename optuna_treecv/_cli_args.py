@@ -76,59 +76,69 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
-    learners = "; ".join(f"{k}: {v.summary}" for k, v in LEARNERS.items())
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "learner",
-            help=f"a learner name ({learners}) or an import path 'module:Class'",
-        )
-        p.add_argument(
-            "dataset",
-            help=".npz (X, y), .csv (last column is the target), svmlight file, "
-            f"or a bundled scikit-learn data set ({', '.join(BUNDLED)})",
-        )
-        p.add_argument("--target", help="target column of a CSV file (name or index)")
-        p.add_argument("--cv", type=int, default=5, help="number of folds (default 5)")
-        p.add_argument("--scoring", help="scikit-learn metric (default: score)")
-        p.add_argument(
-            "--set",
-            dest="fixed",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="fix an estimator parameter (repeatable), e.g. --set max_iter=5",
-        )
-        p.add_argument(
-            "--preprocess",
-            choices=PREPROCESS_MODES,
-            default="auto",
-            help="auto (default): a StandardScaler before the built-in learners "
-            "that want scaled features (not naive Bayes, not a module:Class "
-            "learner), and one-hot encoding of a CSV's text columns; scale: "
-            "always scale; none: the features as given. Each fold's scaler and "
-            "encoder learn from its training rows only. --set and --space take "
-            "the learner's own parameter names",
-        )
-        p.add_argument(
-            "--no-shuffle",
-            dest="shuffle",
-            action="store_false",
-            help="cut the folds in the file's row order (default: rows shuffled "
-            "with --seed; stratified for classifiers)",
-        )
-        p.add_argument(
-            "--seed",
-            type=int,
-            default=0,
-            help="random seed of the learner, the folds and the sampler (default 0)",
-        )
-        p.add_argument(
-            "--n-jobs", type=int, default=None, help="workers inside each CV run"
-        )
-
     tune = sub.add_parser("tune", help="run an Optuna study (TreeCV in every trial)")
-    common(tune)
+    _add_common_arguments(tune)
+    _add_tune_arguments(tune)
+    cv = sub.add_parser("cv", help="one CV score: TreeCV next to standard CV")
+    _add_common_arguments(cv)
+    _add_cv_arguments(cv)
+    return parser
+
+
+def _add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """The learner, the data and the folds: the arguments of both commands."""
+    learners = "; ".join(f"{k}: {v.summary}" for k, v in LEARNERS.items())
+    p.add_argument(
+        "learner",
+        help=f"a learner name ({learners}) or an import path 'module:Class'",
+    )
+    p.add_argument(
+        "dataset",
+        help=".npz (X, y), .csv (last column is the target), svmlight file, "
+        f"or a bundled scikit-learn data set ({', '.join(BUNDLED)})",
+    )
+    p.add_argument("--target", help="target column of a CSV file (name or index)")
+    p.add_argument("--cv", type=int, default=5, help="number of folds (default 5)")
+    p.add_argument("--scoring", help="scikit-learn metric (default: score)")
+    p.add_argument(
+        "--set",
+        dest="fixed",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fix an estimator parameter (repeatable), e.g. --set max_iter=5",
+    )
+    p.add_argument(
+        "--preprocess",
+        choices=PREPROCESS_MODES,
+        default="auto",
+        help="auto (default): a StandardScaler before the built-in learners "
+        "that want scaled features (not naive Bayes, not a module:Class "
+        "learner), and one-hot encoding of a CSV's text columns; scale: "
+        "always scale; none: the features as given. Each fold's scaler and "
+        "encoder learn from its training rows only. --set and --space take "
+        "the learner's own parameter names",
+    )
+    p.add_argument(
+        "--no-shuffle",
+        dest="shuffle",
+        action="store_false",
+        help="cut the folds in the file's row order (default: rows shuffled "
+        "with --seed; stratified for classifiers)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="random seed of the learner, the folds and the sampler (default 0)",
+    )
+    p.add_argument(
+        "--n-jobs", type=int, default=None, help="workers inside each CV run"
+    )
+
+
+def _add_tune_arguments(tune: argparse.ArgumentParser) -> None:
+    """The study's arguments: trials, pruner, storage, space, final model."""
     tune.add_argument(
         "--n-trials", type=int, default=None, help="default 30, or none with --timeout"
     )
@@ -199,8 +209,9 @@ def _parser() -> argparse.ArgumentParser:
         help="skip timing standard CV of the best parameters",
     )
 
-    cv = sub.add_parser("cv", help="one CV score: TreeCV next to standard CV")
-    common(cv)
+
+def _add_cv_arguments(cv: argparse.ArgumentParser) -> None:
+    """The backend of ``cv``'s first run, and whether standard CV runs too."""
     cv.add_argument(
         "--backend",
         default="auto",
@@ -222,7 +233,6 @@ def _parser() -> argparse.ArgumentParser:
         f"{STANDARD_LIMIT // 3600} hour (by default it is then skipped, with "
         "the estimate: the time of its first folds, extrapolated)",
     )
-    return parser
 
 
 def _parse_value(text: str) -> Any:
