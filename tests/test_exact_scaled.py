@@ -424,7 +424,7 @@ def test_a_weighted_scaler_falls_back(regression, capsys):
         (make_pipeline(PCA(3), Ridge()), "its step 'pca' (PCA) is not a scaler"),
         (
             make_pipeline(StandardScaler(), MinMaxScaler(), Ridge()),
-            "its step 'minmaxscaler' follows another scaler",
+            "its step 'minmaxscaler' (MinMaxScaler) follows another scaler",
         ),
         (
             make_pipeline(StandardScaler().set_output(transform="pandas"), Ridge()),

@@ -83,6 +83,7 @@ def test_model_selection_imports_no_learner_package():
         "_hashing",
         "_lru",
         "_memory",
+        "_scalers",
     ],
 )
 def test_the_floor_imports_nothing_above_it(module):

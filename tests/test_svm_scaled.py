@@ -247,7 +247,7 @@ def test_other_steps_fall_back_naming_the_step(cancer, capsys):
     # is the note printed at verbose > 0 (and the recorded backend), no warning.
     X, y = cancer
     cases = [
-        (make_pipeline(PCA(5), SVC()), "step 'pca' \\(PCA\\) is not a per-feature"),
+        (make_pipeline(PCA(5), SVC()), "step 'pca' \\(PCA\\) is not a scaler"),
         (
             make_pipeline(StandardScaler(), PolynomialFeatures(), SVC()),
             "step 'polynomialfeatures'",

@@ -26,6 +26,7 @@ from sklearn.pipeline import Pipeline
 from sklearn_ext.model_selection._estimator import TreeCVEstimator
 from sklearn_ext.model_selection._scoring import native_metric
 from sklearn_ext.model_selection._streaming import StreamingPipeline
+from sklearn_ext.utils._scalers import setting_refusal, split_scaled, step_words
 
 __all__ = [
     "native_model",
@@ -33,18 +34,7 @@ __all__ = [
     "scaled_refusal",
 ]
 
-#: The scalers whose running statistics the kernel keeps (exact classes).
-_SCALERS = {"StandardScaler", "MinMaxScaler", "MaxAbsScaler"}
-_SCALER_MODULE = "sklearn.preprocessing._data"
-
-
-def _is_noop(step) -> bool:
-    return step is None or (isinstance(step, str) and step == "passthrough")
-
-
-def _is_scaler(step) -> bool:
-    cls = type(step)
-    return cls.__module__ == _SCALER_MODULE and cls.__name__ in _SCALERS
+_ENGINE = "the native tree"
 
 
 def scaled_parts(estimator):
@@ -52,23 +42,20 @@ def scaled_parts(estimator):
     native tree may run, or None.
 
     ``estimator`` is the user's ``Pipeline`` (or ``StreamingPipeline``), or the
-    :class:`TreeCVEstimator` around one that the run core scores: one scaler
-    of the three (exact classes), then a learner that declares
-    ``_native_scaled``; ``"passthrough"`` steps are ignored.
+    :class:`TreeCVEstimator` around one that the run core scores: one of the
+    scalers our engines fit per fold (:func:`~sklearn_ext.utils._scalers.split_scaled`,
+    passthrough steps skipped), then a learner that declares ``_native_scaled``.
     """
     if isinstance(estimator, TreeCVEstimator):
         estimator = estimator.estimator
     if type(estimator) not in (Pipeline, StreamingPipeline):
         return None
-    if estimator.transform_input is not None:
+    parts = split_scaled(estimator)
+    if parts is None or parts[0] is None:
         return None
-    steps = [(name, step) for name, step in estimator.steps if not _is_noop(step)]
-    if len(steps) != 2:
+    if not getattr(parts[1][1], "_native_scaled", False):
         return None
-    (scaler_name, scaler), (learner_name, learner) = steps
-    if not _is_scaler(scaler) or not getattr(learner, "_native_scaled", False):
-        return None
-    return (scaler_name, scaler), (learner_name, learner)
+    return parts
 
 
 def scaled_refusal(estimator, X) -> str | None:
@@ -81,26 +68,25 @@ def scaled_refusal(estimator, X) -> str | None:
     if parts is None:
         return None
     (name, scaler), _ = parts
-    what = f"its step {name!r} ({type(scaler).__name__})"
+    what = step_words(name, scaler)
     params = scaler.get_params()
     kind = type(scaler).__name__
     if kind == "StandardScaler":
         if not (params["with_mean"] or params["with_std"]):
-            return (
-                f"{what} has with_mean=False and with_std=False, which the "
-                "native tree does not run"
-            )
+            setting = "with_mean=False and with_std=False"
+            return setting_refusal(name, scaler, setting, _ENGINE)
     elif kind == "MinMaxScaler":
         low, high = params["feature_range"]
         if not low < high:
-            return f"{what} has feature_range={params['feature_range']!r}"
+            setting = f"feature_range={params['feature_range']!r}"
+            return setting_refusal(name, scaler, setting, _ENGINE)
     if sp.issparse(X):
-        return f"X is sparse, and the native tree runs {what} on dense rows only"
+        return f"X is sparse, and {_ENGINE} runs {what} on dense rows only"
     dtype = _dtype(X)
     if dtype is None or not (dtype == np.float64 or dtype.kind in "biu"):
         return (
-            f"{what} would scale X of dtype {dtype} in that dtype, and the "
-            "native tree runs it on float64 rows only"
+            f"{what} would scale X of dtype {dtype} in that dtype, and "
+            f"{_ENGINE} runs it on float64 rows only"
         )
     return None
 

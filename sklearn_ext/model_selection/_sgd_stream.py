@@ -28,6 +28,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler
+
+from sklearn_ext.utils._scalers import split_scaled
 
 __all__ = ["SGDBatchKernel", "ScaledRowsKernel", "batch_kernel"]
 
@@ -35,13 +38,9 @@ _LEARNERS = {
     ("sklearn.linear_model._stochastic_gradient", "SGDClassifier"),
     ("sklearn.linear_model._perceptron", "Perceptron"),
 }
-_SCALER = ("sklearn.preprocessing._data", "StandardScaler")
 #: Scalers before a native learner: their running state is a minimum and a
 #: maximum per feature, updated for all the batches of a call at once.
-_RANGE_SCALERS = {
-    ("sklearn.preprocessing._data", "MinMaxScaler"),
-    ("sklearn.preprocessing._data", "MaxAbsScaler"),
-}
+_RANGE_SCALERS = (MinMaxScaler, MaxAbsScaler)
 _MAX_INT = np.iinfo(np.int32).max
 
 
@@ -51,19 +50,21 @@ def _exact_class(obj, names) -> bool:
 
 
 def _parts(model):
-    """``(scaler or None, learner)`` of a stream the kernel may run, or None."""
+    """``(scaler or None, learner)`` of a stream the kernel may run, or None.
+
+    A pipeline's scaler is one that our engines fit per fold
+    (:func:`~sklearn_ext.utils._scalers.split_scaled`); which learners
+    it may precede is decided in :func:`batch_kernel`.
+    """
     from sklearn_ext.model_selection._streaming import StreamingPipeline
 
     if not isinstance(model, StreamingPipeline):
         return None, model
-    if type(model) is not StreamingPipeline or model.transform_input is not None:
+    parts = split_scaled(model) if type(model) is StreamingPipeline else None
+    if parts is None:
         return None
-    steps = [s for _, s in model.steps if not (s is None or s == "passthrough")]
-    if len(steps) == 1:
-        return None, steps[0]
-    if len(steps) == 2 and _exact_class(steps[0], {_SCALER, *_RANGE_SCALERS}):
-        return steps[0], steps[1]
-    return None
+    scaler, (_, learner) = parts
+    return (None if scaler is None else scaler[1]), learner
 
 
 def _streams_rows(learner) -> bool:
@@ -241,7 +242,7 @@ def batch_kernel(model) -> SGDBatchKernel | None:
     if parts is None:
         return None
     scaler, learner = parts
-    if _exact_class(scaler, _RANGE_SCALERS):
+    if type(scaler) in _RANGE_SCALERS:
         if not (_streams_rows(learner) and _range_state(scaler)):
             return None
         return ScaledRowsKernel(scaler, learner)
@@ -403,7 +404,7 @@ class ScaledRowsKernel:
         if n == 0:
             return 0
         X = np.ascontiguousarray(X[:n], dtype=np.float64)
-        if _exact_class(self.scaler, _RANGE_SCALERS):
+        if type(self.scaler) in _RANGE_SCALERS:
             scaled = _range_batches(self.scaler, X, batch_size)
         else:
             scaled = np.empty_like(X)

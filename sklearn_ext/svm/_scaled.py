@@ -17,12 +17,13 @@ LIBSVM's to the solver's tolerance. What the scaling forces is one kernel
 per fold where an unscaled run shares one for all folds; runs at other
 values of ``C`` reuse it (:meth:`WarmStartStore.kernel_store`).
 
-Only :class:`~sklearn.preprocessing.StandardScaler`,
+Only the scalers our engines fit per fold (:mod:`sklearn_ext.utils._scalers`:
+:class:`~sklearn.preprocessing.StandardScaler`,
 :class:`~sklearn.preprocessing.MinMaxScaler` and
-:class:`~sklearn.preprocessing.MaxAbsScaler` (and ``"passthrough"``) keep
-the alpha-seeding backend: per-feature maps under which the previous fold's
-alphas stay a good seed. Any other step falls back to standard CV, naming
-the step (:func:`scaling_refusal`).
+:class:`~sklearn.preprocessing.MaxAbsScaler`, exact classes), one or several
+in a row, keep the alpha-seeding backend: per-feature maps under which the
+previous fold's alphas stay a good seed. Any other step falls back to
+standard CV, naming the step (:func:`scaling_refusal`).
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 from sklearn.svm import SVC
 from sklearn.utils import check_array
 
 from sklearn_ext.utils._hashing import content_digest
+from sklearn_ext.utils._scalers import active_steps, scaler_refusal
 
 __all__ = [
-    "SCALERS",
     "FoldScaling",
     "ScaledFold",
     "ScaledFoldModels",
@@ -49,11 +49,6 @@ __all__ = [
     "scaling_refusal",
     "split_pipeline",
 ]
-
-#: The steps that keep the alpha-seeding backend in front of an SVM.
-SCALERS = (StandardScaler, MinMaxScaler, MaxAbsScaler)
-
-_SCALER_NAMES = "StandardScaler, MinMaxScaler or MaxAbsScaler"
 
 
 def _is_svm(step) -> bool:
@@ -80,34 +75,14 @@ def split_pipeline(estimator) -> tuple[list[tuple[str, Any]], tuple[str, Any]] |
 def scaling_refusal(estimator) -> str | None:
     """Why the alpha-seeding backend cannot run this SVM pipeline, or ``None``.
 
-    Every step before the SVM must be one of :data:`SCALERS` (exactly, not a
-    subclass) or ``"passthrough"``/``None``; the pipeline routes no input
-    transformation (``transform_input``).
+    Every step before the SVM must be one of the scalers our engines fit per
+    fold (:func:`~sklearn_ext.utils._scalers.scaler_refusal`: exact classes,
+    passthrough steps skipped), several in a row allowed: the backend fits
+    the scalers themselves, one after another, on each fold's rows.
     """
-    parts = split_pipeline(estimator)
-    if parts is None:
+    if split_pipeline(estimator) is None:
         return None
-    before, _ = parts
-    if getattr(estimator, "transform_input", None) is not None:
-        return "the pipeline's transform_input is set"
-    for name, step in before:
-        if step is None or (isinstance(step, str) and step == "passthrough"):
-            continue
-        if type(step) not in SCALERS:
-            return (
-                f"its step {name!r} ({type(step).__name__}) is not a per-feature "
-                f"scaler ({_SCALER_NAMES}): alpha seeding keeps each fold's own "
-                "scaling only for those"
-            )
-    return None
-
-
-def _active(steps) -> list[tuple[str, Any]]:
-    return [
-        (name, step)
-        for name, step in steps
-        if not (step is None or (isinstance(step, str) and step == "passthrough"))
-    ]
+    return scaler_refusal(estimator, "the alpha-seeding backend", chained=True)
 
 
 @dataclass
@@ -150,7 +125,7 @@ class FoldScaling:
     """
 
     def __init__(self, steps, X, params) -> None:
-        self.steps = _active(steps)
+        self.steps = active_steps(steps)
         self.X = X
         self.params = params
         self.key = scaling_key(self.steps)
@@ -160,7 +135,7 @@ class FoldScaling:
         tic = time.perf_counter()
         fitted = [(name, clone(step)) for name, step in self.steps]
         train, every = self.X[fit_rows], self.X
-        for _, step in _active(fitted):
+        for _, step in active_steps(fitted):
             # fit_transform is fit then transform for these scalers: the
             # training rows come out exactly as the pipeline's fit makes them.
             train = step.fit(train).transform(train)
@@ -179,7 +154,7 @@ def scaling_key(steps) -> str:
     and parameters (a fold's scaler is fixed by them, the data and its rows)."""
     parts = [
         (name, type(step).__qualname__, step.get_params(deep=False))
-        for name, step in _active(steps)
+        for name, step in active_steps(steps)
     ]
     return content_digest("svm-fold-scaling", parts).hex()
 

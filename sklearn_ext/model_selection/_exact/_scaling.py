@@ -23,83 +23,45 @@ from sklearn.pipeline import Pipeline
 
 from sklearn_ext.model_selection._backends import _as_slice
 from sklearn_ext.model_selection._exact._layout import _Chunks
+from sklearn_ext.utils._scalers import (
+    active_steps,
+    scaler_refusal,
+    split_scaled,
+    step_words,
+)
 
 __all__ = [
-    "SCALERS",
     "_FoldScaler",
     "_Scaled",
     "_ScalerStats",
-    "pipeline_parts",
     "pipeline_refusal",
     "scaler_key",
 ]
 
-#: The scalers whose per-fold fit the exact backend computes, by dotted name.
-SCALERS = (
-    "sklearn.preprocessing.StandardScaler",
-    "sklearn.preprocessing.MinMaxScaler",
-    "sklearn.preprocessing.MaxAbsScaler",
-)
-
-
-def _dotted(estimator) -> str:
-    kind = type(estimator)
-    return f"{kind.__module__.split('._')[0]}.{kind.__qualname__}"
-
-
-def _is_noop(step) -> bool:
-    return step is None or (isinstance(step, str) and step == "passthrough")
-
-
-def pipeline_parts(pipeline: Pipeline):
-    """``(scaler_name, scaler, learner_name, learner)`` of a pipeline.
-
-    Steps set to ``"passthrough"`` or ``None`` are left out; ``scaler_name``
-    and ``scaler`` are ``None`` for a pipeline of the learner alone. Returns
-    ``None`` when the pipeline has any other shape (see
-    :func:`pipeline_refusal` for why).
-    """
-    steps = [(name, step) for name, step in pipeline.steps if not _is_noop(step)]
-    if not steps or len(steps) > 2 or _is_noop(pipeline.steps[-1][1]):
-        return None
-    learner_name, learner = steps[-1]
-    if len(steps) == 1:
-        return None, None, learner_name, learner
-    scaler_name, scaler = steps[0]
-    if _dotted(scaler) not in SCALERS:
-        return None
-    return scaler_name, scaler, learner_name, learner
+_ENGINE = "the exact backend"
 
 
 def pipeline_refusal(pipeline: Pipeline, X) -> str | None:
-    """Why the exact backend cannot fold this pipeline's steps, naming the step."""
-    steps = [(name, step) for name, step in pipeline.steps if not _is_noop(step)]
-    if not steps or _is_noop(pipeline.steps[-1][1]):
-        return "the pipeline has no final estimator"
-    *front, _ = steps
-    for position, (name, step) in enumerate(front):
-        if _dotted(step) not in SCALERS:
-            return (
-                f"its step {name!r} ({type(step).__name__}) is not a scaler the "
-                "exact backend fits per fold (StandardScaler, MinMaxScaler, "
-                "MaxAbsScaler)"
-            )
-        if position > 0:
-            return (
-                f"its step {name!r} follows another scaler; the exact backend "
-                "fits one scaler per fold"
-            )
-    if getattr(pipeline, "transform_input", None) is not None:
-        return "the pipeline transforms metadata (transform_input)"
+    """Why the exact backend cannot fold this pipeline's steps, naming the step.
+
+    Its steps before the learner, passthrough ones skipped, must be one of
+    the scalers our engines fit per fold
+    (:func:`~sklearn_ext.utils._scalers.scaler_refusal`), with the default
+    (NumPy) output, on dense ``X``.
+    """
+    reason = scaler_refusal(pipeline, _ENGINE)
+    if reason is not None:
+        return reason
+    front = active_steps(pipeline.steps)[:-1]
     for name, step in front:
         if _output_container(pipeline, step) != "default":
             return (
-                f"its step {name!r} outputs a DataFrame (set_output), which the "
-                "exact backend's fold models do not reproduce"
+                f"{step_words(name, step)} outputs a DataFrame (set_output), which "
+                "the exact backend's fold models do not reproduce"
             )
     if front and sp.issparse(X):
         return (
-            f"its step {front[0][0]!r} scales sparse X; the exact backend scales "
+            f"{step_words(*front[0])} scales sparse X; the exact backend scales "
             "dense X only"
         )
     return None
@@ -151,10 +113,11 @@ class _Scaled:
 
     @classmethod
     def of(cls, pipeline: Pipeline) -> _Scaled:
-        scaler_name, scaler, learner_name, _ = pipeline_parts(pipeline)
-        if scaler is not None:
-            _check_scaler(scaler)
-        return cls(pipeline, scaler_name, scaler, learner_name)
+        scaler_step, (learner_name, _) = split_scaled(pipeline)
+        if scaler_step is None:
+            return cls(pipeline, None, None, learner_name)
+        _check_scaler(scaler_step[1])
+        return cls(pipeline, *scaler_step, learner_name)
 
     def assemble(self, fold: _FoldScaler | None, learner) -> Pipeline:
         """The fitted pipeline of one fold: its scaler and its learner."""
