@@ -62,6 +62,7 @@ from optuna.distributions import FloatDistribution  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 from optuna_treecv import TreeCVObjective  # noqa: E402
+from optuna_treecv._ladder import EARLY_RUNGS, n_steps  # noqa: E402
 from sklearn_ext import (  # noqa: E402
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
@@ -122,8 +123,8 @@ DATASETS = {
 
 def make_pruner(name: str, report: str) -> optuna.pruners.BasePruner:
     """The same pruner for both reports; ``report`` gives its last step."""
-    # The ladder reports the half rung at step 1, rung l at step l + 1.
-    last = int(math.log2(K)) + 1 if report == "levels" else K - 1
+    # The ladder reports its early rungs at steps 1 and 2, rung l at l + 2.
+    last = n_steps(K) if report == "levels" else K - 1
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
     if name.startswith("percentile"):  # "percentile10": keep the top 10 %
@@ -342,7 +343,8 @@ def part_bias(args, data_sets) -> None:
             resolved = core.resolve(learner().set_params(**params))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                levels = list(core.run_levels(resolved, half_rung=True))
+                levels = list(core.run_levels(resolved, early_rungs=EARLY_RUNGS))
+            labels = [level.rung for level in levels]
             rungs.append([level.scores["score"] for level in levels])
             table = levels[-1].leaves
             by_leaf = np.argsort(table.leaf)
@@ -353,11 +355,11 @@ def part_bias(args, data_sets) -> None:
         rungs, full = np.array(rungs), np.array(full)
         lines = [("first fold (~15n/16)", np.array(first))]
         lines.append(("mean of 2 folds (~n)", np.array(first2)))
-        # The half rung first (after ~n/2 rows), then rung l after ln rows.
-        lines.append(("half rung (~n/2)", rungs[:, 0]))
+        # Rung r after about r * n rows fed: the early rungs (the quarter rung
+        # after ~n/4, the half rung after ~n/2), then the levels.
         lines += [
-            (f"rung {level} ({level}n)", rungs[:, level])
-            for level in range(1, rungs.shape[1])
+            (f"rung {rung:g} (~{rung:g}n)", rungs[:, i])
+            for i, rung in enumerate(labels[:-1])
         ]
         best = int(np.nanargmax(full))
         # The ten best points by the k-fold score: where pruning decisions bite.

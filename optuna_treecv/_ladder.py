@@ -3,16 +3,18 @@
 Walked level by level (:meth:`RunCore.run_levels`), the tree gives after its
 ``l``-th level a complete ``2**l``-fold CV estimate over all rows: every row
 scored by a model that never saw it, trained on a fraction ``1 - 2**-l`` of
-the data, after ``l`` passes. Before rung 1 comes the *half rung*: the root's
-left child, fed the right half (about ``n / 2`` rows), scored on the left half
-before its sibling is fed, an honest hold-out estimate over half the rows. A
-trial reports the half rung at step 1 and rung ``l`` at step ``l + 1``, so a
-pruner decides after half a pass on ``n / 2`` held-out rows, not after about one
-pass on one fold's ``n / k``.
+the data, after ``l`` passes. Before rung 1 come :data:`EARLY_RUNGS` *early
+rungs*: the root's left child, scored on the left half while it is fed the
+right half, after a quarter (about ``n / 4`` rows: the quarter rung) and all of
+that feed (``n / 2``: the half rung), honest hold-out estimates over half the
+rows. A trial reports the early rungs at steps 1 and 2 and rung ``l`` at step
+``l + 2``, so a pruner decides after a quarter of a pass on ``n / 2`` held-out
+rows, not after about one pass on one fold's ``n / k``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +30,19 @@ if TYPE_CHECKING:
     from sklearn_ext.model_selection._core import Resolved, RunCore
     from sklearn_ext.model_selection._levels import LevelEstimate
 
-__all__ = ["LevelReports", "n_levels", "n_steps", "reported_levels", "step_of"]
+__all__ = [
+    "EARLY_RUNGS",
+    "LevelReports",
+    "n_levels",
+    "n_steps",
+    "reported_levels",
+    "step_of",
+]
+
+#: Early rungs reported before rung 1: the quarter rung and the half rung. An
+#: engine that cannot pause a feed (the Python tree) has the half rung only,
+#: reported at its own step (2), so steps mean the same rows in every trial.
+EARLY_RUNGS = 2
 
 
 def n_levels(n_splits: int) -> int:
@@ -44,37 +58,42 @@ def n_levels(n_splits: int) -> int:
 
 
 def n_steps(n_splits: int) -> int:
-    """The steps ``report="levels"`` may report at: the half rung and each rung.
+    """The steps ``report="levels"`` may report at: the early rungs and each rung.
 
     Examples
     --------
     >>> from optuna_treecv._ladder import n_steps
     >>> n_steps(16), n_steps(2)
-    (5, 2)
+    (6, 3)
     """
-    return n_levels(n_splits) + 1
+    return n_levels(n_splits) + EARLY_RUNGS
 
 
 def step_of(estimate: LevelEstimate) -> int:
-    """The step of a rung: 1 for the half rung, ``level + 1`` for level ``level``.
+    """The step of a rung: 1 for the quarter rung, 2 for the half rung,
+    ``level + 2`` for level ``level``.
 
     Examples
     --------
     >>> from types import SimpleNamespace
     >>> from optuna_treecv._ladder import step_of
-    >>> step_of(SimpleNamespace(level=1, partial=True))
+    >>> step_of(SimpleNamespace(level=1, partial=True, feed_share=0.5))
     1
+    >>> step_of(SimpleNamespace(level=1, partial=True, feed_share=1.0))
+    2
     >>> step_of(SimpleNamespace(level=3, partial=False))
-    4
+    5
     """
-    return 1 if estimate.partial else int(estimate.level) + 1
+    if estimate.partial:  # share 1 / 2**j: j steps before the half rung's
+        return EARLY_RUNGS - round(-math.log2(estimate.feed_share))
+    return int(estimate.level) + EARLY_RUNGS
 
 
 def reported_levels(n_splits: int, max_reports: int) -> frozenset[int]:
     """The steps ``report="levels"`` reports at: all, or the first and the last.
 
-    A tree has ``ceil(log2(k)) + 1`` steps, the half rung's and one per rung
-    (21 for leave-one-out on a million rows), so all are reported unless
+    A tree has ``ceil(log2(k)) + 2`` steps, the early rungs' and one per rung
+    (22 for leave-one-out on a million rows), so all are reported unless
     ``max_reports`` is smaller: then the first ``max_reports - 1`` and the
     final one.
 
@@ -82,9 +101,9 @@ def reported_levels(n_splits: int, max_reports: int) -> frozenset[int]:
     --------
     >>> from optuna_treecv._ladder import reported_levels
     >>> sorted(reported_levels(16, 32))
-    [1, 2, 3, 4, 5]
+    [1, 2, 3, 4, 5, 6]
     >>> sorted(reported_levels(1_000_000, 4))
-    [1, 2, 3, 21]
+    [1, 2, 3, 22]
     """
     last = n_steps(n_splits)
     if last <= max_reports:
@@ -112,21 +131,21 @@ class LevelReports:
         self.max_reports = objective.max_reports
         self.progress = objective.progress
         #: The rungs seen: ``(rung, n_parts, score, n_samples_fed)``, ``rung``
-        #: 0.5 for the half rung, else the level.
+        #: 0.25 and 0.5 for the early rungs, else the level.
         self.rungs: list[tuple[float, int, float, int]] = []
 
     def run(self, core: RunCore, resolved: Resolved, plan: FoldPlan) -> LeafTable:
         """The leaves of ``resolved`` on ``plan``, reporting each rung on the way.
 
         Raises :class:`optuna.TrialPruned` when the pruner says so after a
-        rung (the half rung included); the level generator is closed then, so
+        rung (the early rungs included); the level generator is closed then, so
         no further row is fed.
         The final rung is reported too (``HyperbandPruner``'s
         ``max_resource="auto"`` reads it) but never pruned on: its work is done.
         """
         k = plan.n_splits
         steps = reported_levels(k, self.max_reports)
-        levels = core.run_levels(resolved, plan=plan, half_rung=True)
+        levels = core.run_levels(resolved, plan=plan, early_rungs=EARLY_RUNGS)
         try:
             for estimate in levels:
                 score = _first_score(estimate)
@@ -146,8 +165,8 @@ class LevelReports:
         raise RuntimeError("The tree's levels ended before the leaves' level.")
 
     def summary(self) -> dict[str, Any]:
-        """The ``cv`` keys of the rungs: ``level_rungs`` (0.5 for the half rung,
-        then the levels), ``level_scores``, ``level_n_samples_fed``."""
+        """The ``cv`` keys of the rungs: ``level_rungs`` (0.25 and 0.5 for the
+        early rungs, then the levels), ``level_scores``, ``level_n_samples_fed``."""
         return {
             "level_rungs": [rung[0] for rung in self.rungs],
             "level_scores": [rung[2] for rung in self.rungs],
@@ -176,10 +195,11 @@ def _rung_of(estimate: LevelEstimate, score: float) -> tuple[float, int, float, 
 
 def _pruned_message(estimate: LevelEstimate, k: int) -> str:
     if estimate.partial:
+        name = "half" if estimate.feed_share == 1.0 else f"{estimate.rung:g}"
         return (
-            f"Pruned after the half rung of {n_levels(k)} (a hold-out estimate "
-            f"over {int(estimate.part_sizes.sum())} rows, {estimate.n_samples_fed} "
-            "rows fed)."
+            f"Pruned after the {name} rung, before rung 1 of {n_levels(k)} (a "
+            f"hold-out estimate over {int(estimate.part_sizes.sum())} rows, "
+            f"{estimate.n_samples_fed} rows fed)."
         )
     return (
         f"Pruned after rung {estimate.level} of {n_levels(k)} "

@@ -12,7 +12,13 @@ from sklearn.datasets import make_classification
 from optuna_treecv import TreeCVObjective, fold_scores
 from optuna_treecv._cli import main
 from optuna_treecv._cli_args import _make_pruner
-from optuna_treecv._ladder import n_levels, n_steps, reported_levels, step_of
+from optuna_treecv._ladder import (
+    EARLY_RUNGS,
+    n_levels,
+    n_steps,
+    reported_levels,
+    step_of,
+)
 from sklearn_ext.linear_model import PegasosClassifier
 from sklearn_ext.model_selection._backends import PythonTreeBackend
 
@@ -70,9 +76,10 @@ def test_reports_are_the_rungs_of_run_levels(data):
     trial = one_trial(objective, pruner)
     core = objective.core_
     resolved = core.resolve(PegasosClassifier(alpha=ALPHA))
-    rungs = list(core.run_levels(resolved, half_rung=True))
+    rungs = list(core.run_levels(resolved, early_rungs=EARLY_RUNGS))
+    # The Python tree cannot pause a feed: the half rung only, at its step (2).
     assert [r.rung for r in rungs] == [0.5, 1, 2, 3]
-    assert [step_of(r) for r in rungs] == [1, 2, 3, 4]
+    assert [step_of(r) for r in rungs] == [2, 3, 4, 5]
     assert trial.intermediate_values == {step_of(r): r.scores["score"] for r in rungs}
     cv = trial.user_attrs["cv"]
     assert cv["level_rungs"] == [0.5, 1, 2, 3]
@@ -81,7 +88,7 @@ def test_reports_are_the_rungs_of_run_levels(data):
     assert cv["n_samples_fed"] == rungs[-1].n_samples_fed
     # The pruner is asked after the half rung and rungs 1 and 2, never after
     # the leaves' rung.
-    assert pruner.asked == [1, 2, 3]
+    assert pruner.asked == [2, 3, 4]
 
 
 def test_final_value_is_todays_kfold_mean(data):
@@ -117,7 +124,7 @@ def test_pruning_stops_feeding_rows(data, monkeypatch):
     assert cv["level_rungs"] == [0.5]
     assert cv["level_scores"] == [pulled[0].scores["score"]]
     assert np.isnan(fold_scores(trial)).all()  # no fold finished
-    assert trial.intermediate_values == {1: pulled[0].scores["score"]}
+    assert trial.intermediate_values == {2: pulled[0].scores["score"]}
 
 
 def test_rung_1_prunes_after_one_pass(data, monkeypatch):
@@ -159,10 +166,12 @@ def test_reports_are_bounded_by_max_reports(data):
         max_reports=3,
     )
     trial = one_trial(objective, PruneAt(None))
-    assert sorted(trial.intermediate_values) == [1, 2, 7]
+    # The Python tree has no quarter rung (step 1): steps 2 and the last.
+    assert sorted(trial.intermediate_values) == [2, 8]
     assert len(trial.user_attrs["cv"]["level_scores"]) == 7  # recorded, not reported
-    assert reported_levels(64, 32) == frozenset(range(1, 8))
-    assert n_levels(64) == 6 and n_levels(5) == 3 and n_steps(64) == 7
+    assert reported_levels(64, 32) == frozenset(range(1, 9))
+    assert reported_levels(64, 3) == frozenset([1, 2, 8])
+    assert n_levels(64) == 6 and n_levels(5) == 3 and n_steps(64) == 8
 
 
 def test_no_levels_walk_without_a_pruner(data, monkeypatch):
@@ -220,7 +229,8 @@ def test_cli_tunes_with_levels(tmp_path, capsys):
     assert code == 0, err
     study = optuna.load_study(study_name="s", storage=storage)
     assert study.user_attrs["treecv_report"] == "levels"
-    assert all(sorted(t.intermediate_values) == [1, 2, 3, 4] for t in study.trials[:2])
+    steps = [sorted(t.intermediate_values) for t in study.trials[:2]]
+    assert steps == [[1, 2, 3, 4, 5]] * 2, steps
 
 
 def test_cli_refuses_levels_with_wilcoxon(capsys):
@@ -230,7 +240,7 @@ def test_cli_refuses_levels_with_wilcoxon(capsys):
 
 
 def test_cli_pruners_count_rungs():
-    assert _make_pruner("hyperband", 16, "levels")._max_resource == 5
+    assert _make_pruner("hyperband", 16, "levels")._max_resource == 6
     assert _make_pruner("successive-halving", 10_000, "levels")._min_resource == 1
     assert _make_pruner("hyperband", 16)._max_resource == 16
 
@@ -242,9 +252,30 @@ def test_native_tree_reports_its_rungs(data):
     core = objective.core_
     resolved = core.resolve(PegasosClassifier(alpha=ALPHA))
     assert resolved.backend.name == trial.user_attrs["cv"]["backend"] == "native_tree"
-    rungs = list(core.run_levels(resolved, half_rung=True))
-    assert rungs[0].partial and len(rungs) == 4
+    rungs = list(core.run_levels(resolved, early_rungs=EARLY_RUNGS))
+    assert [r.rung for r in rungs] == [0.25, 0.5, 1, 2, 3]
+    assert [step_of(r) for r in rungs] == [1, 2, 3, 4, 5]
     assert trial.intermediate_values == {step_of(r): r.scores["score"] for r in rungs}
+    assert trial.user_attrs["cv"]["level_rungs"] == [0.25, 0.5, 1, 2, 3]
+
+
+def test_native_tree_prunes_after_a_quarter_pass(data, monkeypatch):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=16, report="levels"
+    )
+    pulled = spy_levels(objective, monkeypatch)
+    trial = one_trial(objective, PruneAt(1))
+    assert trial.state == TrialState.PRUNED
+    (quarter,) = pulled
+    # The root's left child fed half of the right half (8 chunks of 37 rows),
+    # scored on the left half (8 chunks of 38), nothing more.
+    assert quarter.rung == 0.25 and quarter.n_samples_fed == 8 * 37 // 2
+    assert quarter.part_sizes.tolist() == [304]
+    cv = trial.user_attrs["cv"]
+    assert cv["pruned_at_level"] == 0.25 and cv["level_rungs"] == [0.25]
+    assert cv["n_samples_fed"] == 148
+    assert trial.intermediate_values == {1: quarter.scores["score"]}
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")

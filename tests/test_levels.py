@@ -465,7 +465,7 @@ def test_native_anomaly_detector_levels():
     assert_array_equal(levels[-1].leaves.by_split().scores["score"], theirs)
 
 
-# -- the half rung ---------------------------------------------------------------------
+# -- the early rungs -------------------------------------------------------------------
 @pytest.mark.parametrize("engine", list(BACKENDS))
 @pytest.mark.parametrize("order", ["fixed", "randomized"])
 @pytest.mark.parametrize("k", [2, 5, 16])
@@ -474,7 +474,7 @@ def test_the_half_rung_is_a_hand_made_hold_out_estimate(engine, order, k):
     backend, make = BACKENDS[engine]
     estimator = make()
     core, resolved = _core(estimator, X, y, backend, k, order)
-    half, *levels = core.run_levels(resolved, half_rung=True)
+    half, *levels = core.run_levels(resolved, early_rungs=1)
     plan = core.plan
     left, right = plan.children(*plan.root)
     # The root's left child: fed the right half in tree order, scored on the
@@ -504,7 +504,7 @@ def test_the_half_rung_leaves_the_final_level_bit_equal_to_run(engine):
     X, y = _data()
     backend, make = BACKENDS[engine]
     core, resolved = _core(make(), X, y, backend, 10, "randomized")
-    *_, final = core.run_levels(resolved, half_rung=True)
+    *_, final = core.run_levels(resolved, early_rungs=1)
     ours, theirs = final.leaves.by_split(), core.run(resolved).by_split()
     assert_array_equal(ours.leaf, theirs.leaf)
     assert_array_equal(ours.scores["score"], theirs.scores["score"])
@@ -515,7 +515,7 @@ def test_the_half_rung_leaves_the_final_level_bit_equal_to_run(engine):
 def test_closing_after_the_half_rung_feeds_the_first_child_only():
     X, y = _data()  # 320 rows, 16 chunks of 20: the right half is 160 rows
     _Counted.fed = 0
-    levels = _counted_levels(16, half_rung=True)
+    levels = _counted_levels(16, early_rungs=1)
     half = next(levels)
     assert half.partial and half.n_samples_fed == _Counted.fed == len(X) // 2 == 160
     levels.close()
@@ -535,10 +535,73 @@ def test_the_half_rung_of_several_metrics_and_a_backend_without_levels():
     X, y = _data()
     scoring = ["accuracy", "f1"]
     core, resolved = _core(_sgd(), X, y, PythonTreeBackend(), 8, scoring=scoring)
-    half, first, *_ = core.run_levels(resolved, half_rung=True)
+    half, first, *_ = core.run_levels(resolved, early_rungs=1)
     assert set(half.scores) == {"accuracy", "f1"}
     for name in scoring:
         assert half.part_scores[name][0] == first.part_scores[name][0]
     core, resolved = _core(GaussianNB(), X, y, StandardBackend(), 8)
-    (only,) = core.run_levels(resolved, half_rung=True)  # nothing to split
+    (only,) = core.run_levels(resolved, early_rungs=1)  # nothing to split
     assert only.final and not only.partial
+
+
+def _hand_made_prefix(estimator, X, y, plan, node, share):
+    """The root's child ``node`` by hand: fed the first ``share`` of its feed."""
+    rows = plan.feed(*node)
+    rows = rows[: round(len(rows) * share)]
+    model = clone(estimator).partial_fit(X[rows], y[rows], classes=np.unique(y))
+    test = plan.chunk_rows(*node)
+    return accuracy_score(y[test], model.predict(X[test])), len(rows)
+
+
+@pytest.mark.parametrize("order", ["fixed", "randomized"])
+@pytest.mark.parametrize("k", [2, 5, 16])
+def test_the_early_rungs_are_hand_made_hold_out_estimates(order, k):
+    # The native tree pauses the root's left child's feed at 1/4 and 1/2 of
+    # it (early_rungs=3): each pause scored on the left half, then the half
+    # rung, then the levels exactly as without early rungs.
+    X, y = _data()
+    estimator = PegasosClassifier(random_state=0)
+    core, resolved = _core(estimator, X, y, NativeTreeBackend(), k, order)
+    *early, half = list(core.run_levels(resolved, early_rungs=3))[:3]
+    plan = core.plan
+    left, _ = plan.children(*plan.root)
+    assert [(r.rung, r.feed_share) for r in [*early, half]] == [
+        (0.125, 0.25),
+        (0.25, 0.5),
+        (0.5, 1.0),
+    ]
+    for rung in [*early, half]:
+        score, fed = _hand_made_prefix(estimator, X, y, plan, left, rung.feed_share)
+        assert rung.partial and (rung.level, rung.n_parts) == (1, 1)
+        assert rung.scores["score"] == score
+        assert rung.n_samples_fed == fed
+        assert_array_equal(rung.part_sizes, [len(plan.chunk_rows(*left))])
+    levels = list(core.run_levels(resolved, early_rungs=3))[3:]
+    plain = list(core.run_levels(resolved))
+    for ours, theirs in zip(levels, plain, strict=True):
+        assert not ours.partial
+        assert ours.scores == theirs.scores
+        assert ours.n_samples_fed == theirs.n_samples_fed
+    ours = levels[-1].leaves.by_split()
+    theirs = core.run(resolved).by_split()
+    assert_array_equal(ours.scores["score"], theirs.scores["score"])
+    assert_array_equal(ours.n_samples_fed, theirs.n_samples_fed)
+
+
+def test_closing_after_the_quarter_rung_feeds_a_quarter_of_the_rows():
+    X, y = _data()  # 320 rows, k = 16: the quarter rung after 80 rows
+    estimator = PegasosClassifier(random_state=0)
+    core, resolved = _core(estimator, X, y, NativeTreeBackend(), 16, "randomized")
+    levels = core.run_levels(resolved, early_rungs=2)
+    quarter = next(levels)
+    assert quarter.rung == 0.25 and quarter.n_samples_fed == len(X) // 4
+    levels.close()
+
+
+def test_an_engine_that_cannot_pause_a_feed_gives_the_half_rung_only():
+    # The Python tree feeds a node's rows in one partial_fit call (a shuffled
+    # epoch or a last partial batch would differ in two).
+    X, y = _data()
+    core, resolved = _core(_sgd(), X, y, PythonTreeBackend(), 8)
+    rungs = list(core.run_levels(resolved, early_rungs=2))
+    assert [r.rung for r in rungs] == [0.5, 1, 2, 3]

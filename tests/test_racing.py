@@ -87,7 +87,7 @@ def test_race_score_is_the_last_rung(pair, data):
     results = raced.cv_results_
     for i, params in enumerate(results["params"]):
         resolved = core.resolve(PegasosClassifier(**params))
-        rungs = list(core.run_levels(resolved, half_rung=True))
+        rungs = list(core.run_levels(resolved, early_rungs=1))
         last = [r for r in rungs if r.rung == results["race_rung"][i]]
         assert len(last) == 1
         assert results["race_score"][i] == last[0].scores["score"]

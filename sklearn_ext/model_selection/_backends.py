@@ -106,9 +106,9 @@ class CVTask:
     classes: np.ndarray | None = None
     n_jobs: int | None = None
     return_estimator: bool = False
-    #: Whether a level walk (``run_levels``) yields the half rung first
-    #: (``LevelEstimate.partial``); set by ``RunCore.run_levels``.
-    half_rung: bool = False
+    #: How many early rungs a level walk (``run_levels``) yields first, the
+    #: half rung last (``LevelEstimate.partial``); set by ``RunCore.run_levels``.
+    early_rungs: int = 0
     on_leaf: Callable[[LeafResult], None] | None = None
     #: Parameters of the scorers; per-sample arrays are restricted to the
     #: rows scored.
@@ -640,7 +640,7 @@ class PythonTreeBackend(Backend):
             levels,
             task.names,
             LeafTable.from_leaves,
-            half_rung=task.half_rung,
+            early_rungs=task.early_rungs,
         )
 
     def __repr__(self) -> str:

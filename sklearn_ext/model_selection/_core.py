@@ -524,7 +524,7 @@ class RunCore:
         plan: FoldPlan | None = None,
         leaf_callback=None,
         return_estimator: bool = False,
-        half_rung: bool = False,
+        early_rungs: int = 0,
     ) -> Iterator[LevelEstimate]:
         """The tree of ``plan`` level by level: a :class:`LevelEstimate` per level.
 
@@ -535,10 +535,11 @@ class RunCore:
         walk with a final estimate whose folds all score ``error_score``
         (unless that is ``"raise"``). A backend without levels
         (``Backend.supports_levels``) yields one final estimate from
-        :meth:`run`, and a note says so once. ``half_rung=True`` asks a walk
-        for the half rung first (``LevelEstimate.partial``: level 1's first
-        part, scored before its sibling is fed); a backend without levels
-        has none.
+        :meth:`run`, and a note says so once. ``early_rungs=e`` asks a walk
+        for ``e`` early rungs first (``LevelEstimate.partial``: level 1's
+        first part, scored after a half, a quarter, ... of its feed, before
+        its sibling is fed; the last is the half rung); an engine that cannot
+        pause a feed gives the half rung only, a backend without levels none.
         """
         plan = self.plan if plan is None else plan
         backend = resolved.backend
@@ -559,7 +560,7 @@ class RunCore:
         stop = _Stop(leaf_callback)
         task = self.task(resolved, plan, stop if leaf_callback else None)
         task.return_estimator = return_estimator
-        task.half_rung = half_rung
+        task.early_rungs = early_rungs
         # The walk starts inside _levels_of: a fit that fails as it starts (a
         # native learner validating its parameters) fails like any other fit.
         yield from _levels_of(self, lambda: backend.run_levels(task), task, stop)

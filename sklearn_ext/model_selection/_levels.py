@@ -66,14 +66,19 @@ class LevelEstimate:
         same task (the same fold scores, bit for bit, for a deterministic
         learner); ``None`` before.
     partial : bool
-        Whether this is the *half rung*: level 1's first part alone
-        (``level=1``, ``n_parts=1``), yielded when the root's left child has
-        been fed (the ``n / 2`` or so rows of the right half) and scored on the
-        left half, before the right child is fed. It is an honest hold-out
-        estimate over the left half's rows, by a model that never saw them;
-        level 1's first part is the same score, bit for bit (not refitted).
-        Only walks asked for it (``RunCore.run_levels(half_rung=True)``) yield
-        it; ``False`` for every other estimate.
+        Whether this is an *early rung*: level 1's first part alone
+        (``level=1``, ``n_parts=1``), the root's left child scored on the left
+        half while it is fed the right half, before the right child is fed. It
+        is an honest hold-out estimate over the left half's rows, by a model
+        that never saw them. The last early rung, the *half rung*, comes when
+        the left child's feed is done (about ``n / 2`` rows); level 1's first
+        part is the same score, bit for bit (not refitted). Only walks asked
+        for them (``RunCore.run_levels(early_rungs=...)``) yield them;
+        ``False`` for every other estimate.
+    feed_share : float
+        For an early rung, the share of the root's left child's feed done when
+        it was scored: ``1.0`` for the half rung, ``0.5`` for the quarter rung
+        (about ``n / 4`` rows fed); ``1.0`` for every other estimate.
 
     See Also
     --------
@@ -99,11 +104,12 @@ class LevelEstimate:
     >>> result["levels"][-1].final
     True
 
-    The half rung comes first when asked for (here through the run core):
+    The early rungs come first when asked for (here through the run core; this
+    learner's Python tree cannot pause a feed, so it has the half rung only):
 
     >>> from sklearn_ext.model_selection._core import RunCore
     >>> core = RunCore(est, X, y, cv=8, method="treecv")
-    >>> rungs = list(core.run_levels(core.resolve(est), half_rung=True))
+    >>> rungs = list(core.run_levels(core.resolve(est), early_rungs=2))
     >>> [(r.rung, r.n_parts, r.partial) for r in rungs]
     [(0.5, 1, True), (1, 2, False), (2, 4, False), (3, 8, False)]
     >>> bool(rungs[0].scores["score"] == rungs[1].part_scores["score"][0])
@@ -120,11 +126,13 @@ class LevelEstimate:
     # LeafTable lives in ._backends, which imports this module: named only.
     leaves: LeafTable | None = None  # noqa: F821
     partial: bool = False
+    feed_share: float = 1.0
 
     @property
     def rung(self) -> float:
-        """The rung: ``0.5`` for the half rung, else :attr:`level`."""
-        return 0.5 if self.partial else self.level
+        """The rung: ``0.5 * feed_share`` for an early rung (``0.5`` for the
+        half rung, ``0.25`` for the quarter rung), else :attr:`level`."""
+        return 0.5 * self.feed_share if self.partial else self.level
 
     @classmethod
     def of_parts(
@@ -135,9 +143,10 @@ class LevelEstimate:
         n_samples_fed: int,
         leaves: LeafTable | None = None,  # noqa: F821
         partial: bool = False,
+        feed_share: float = 1.0,
     ) -> LevelEstimate:
         """The estimate of a level from its parts (final when ``leaves`` is given;
-        the half rung when ``partial``)."""
+        an early rung when ``partial``)."""
         sizes = np.asarray(part_sizes, dtype=np.int64)
         columns = {name: np.asarray(v, dtype=float) for name, v in part_scores.items()}
         return cls(
@@ -153,6 +162,7 @@ class LevelEstimate:
             final=leaves is not None,
             leaves=leaves,
             partial=bool(partial),
+            feed_share=float(feed_share),
         )
 
     @classmethod
@@ -186,6 +196,11 @@ def n_levels(plan: FoldPlan) -> int:
 class LevelEngine(Protocol):
     """What :func:`walk_levels` asks of an engine; ``state`` is its model."""
 
+    #: Whether a node's feed may be split in consecutive pieces, the model
+    #: after the last piece equal to the model fed at once (bit for bit):
+    #: :meth:`feed_part` is then used for the early rungs before the half rung.
+    splits_feeds: bool
+
     def root(self) -> Any:
         """The model of the root: untrained."""
 
@@ -197,6 +212,10 @@ class LevelEngine(Protocol):
 
         Returns the rows fed and the seconds spent.
         """
+
+    def feed_part(self, node, state, start: int, stop: int) -> tuple[int, float]:
+        """Feed rows ``start:stop`` of :meth:`feed`'s rows for ``node`` (an
+        engine that :attr:`splits_feeds`); the rows fed and the seconds."""
 
     def feed_scoring(self, parent, node, sibling, state, scored):
         """:meth:`feed`, and the scores of ``scored`` (the sibling's finished
@@ -239,7 +258,7 @@ class _Part:
 
 
 def walk_levels(
-    plan: FoldPlan, engine: LevelEngine, names, table, *, half_rung: bool = False
+    plan: FoldPlan, engine: LevelEngine, names, table, *, early_rungs: int = 0
 ) -> Iterator[LevelEstimate]:
     """Walk the tree of ``plan`` breadth first; one :class:`LevelEstimate` per level.
 
@@ -250,18 +269,24 @@ def walk_levels(
     leaf below the node fed), so the final leaves equal the depth-first run's.
     Closing the generator stops the walk: nothing more is fed. ``names`` are
     the test metrics; ``table(leaves)`` makes the final level's ``leaves``
-    (``LeafTable.from_leaves``). With ``half_rung``, the root's left child is
-    scored as soon as it is fed (before its sibling) and yielded first, as a
-    ``partial`` estimate of level 1 (its one part); level 1 keeps that score.
+    (``LeafTable.from_leaves``).
+
+    With ``early_rungs`` (``e``), the root's left child is scored on its
+    held-out rows (the left half) while it is fed, before its sibling, after
+    ``1 / 2**(e - 1)``, ..., ``1 / 2`` and all of its feed, and each score is
+    yielded first, as a ``partial`` estimate of level 1 (its one part); level
+    1 keeps the last one, the half rung. An engine that cannot split a feed
+    (:attr:`LevelEngine.splits_feeds`) yields the half rung only.
     """
     bounds = plan.bounds
     parts = [_Part(plan.root, engine.root(), Meter())]
     leaves: list = []
     n_fed, level = 0, 0
+    shares = _early_shares(early_rungs, engine.splits_feeds)
     while any(part.node[0] != part.node[1] for part in parts):
         level += 1
-        half = _half_rung(bounds, names) if half_rung and level == 1 else None
-        parts, n_fed = yield from _grow(plan, engine, parts, n_fed, leaves, half)
+        early = _EarlyRungs(bounds, names, shares) if level == 1 and shares else None
+        parts, n_fed = yield from _grow(plan, engine, parts, n_fed, leaves, early)
         sizes = [bounds[p.node[1] + 1] - bounds[p.node[0]] for p in parts]
         scores = {n: [p.scores.get(n, np.nan) for p in parts] for n in names}
         final = all(part.node[0] == part.node[1] for part in parts)
@@ -269,25 +294,41 @@ def walk_levels(
         yield LevelEstimate.of_parts(level, scores, sizes, n_fed, done)
 
 
-def _half_rung(bounds, names):
-    """The half rung of a scored part: level 1's first part alone."""
-
-    def estimate(part: _Part, n_fed: int) -> LevelEstimate:
-        size = bounds[part.node[1] + 1] - bounds[part.node[0]]
-        scores = {n: [part.scores.get(n, np.nan)] for n in names}
-        return LevelEstimate.of_parts(1, scores, [size], n_fed, partial=True)
-
-    return estimate
+def _early_shares(early_rungs: int, splits_feeds: bool) -> list[float]:
+    """The shares of the left child's feed scored at: ``[.., 0.25, 0.5, 1.0]``."""
+    count = int(early_rungs) if splits_feeds else min(int(early_rungs), 1)
+    return [2.0**-j for j in range(count - 1, -1, -1)]
 
 
-def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, half):
+class _EarlyRungs:
+    """The early rungs of level 1's first part: where to pause its feed, and the
+    estimate of each pause."""
+
+    def __init__(self, bounds, names, shares: list[float]) -> None:
+        self.bounds, self.names, self.shares = bounds, names, shares
+
+    def stops(self, parent, node) -> list[tuple[float, int]]:
+        """``(share, rows fed by then)`` per early rung of ``node``'s feed."""
+        sibling = _sibling(parent, node)
+        n_rows = int(self.bounds[sibling[1] + 1] - self.bounds[sibling[0]])
+        return [(share, round(n_rows * share)) for share in self.shares]
+
+    def estimate(self, node, scores, n_fed: int, share: float) -> LevelEstimate:
+        size = self.bounds[node[1] + 1] - self.bounds[node[0]]
+        values = {n: [scores.get(n, np.nan)] for n in self.names}
+        return LevelEstimate.of_parts(
+            1, values, [size], n_fed, partial=True, feed_share=share
+        )
+
+
+def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, early):
     """The next level's parts, scored (leaves carried as they are); the rows fed.
 
-    A generator returning ``(parts, n_fed)``: it yields ``half(part, n_fed)``
-    (the half rung) once, after the first node's left child is fed and scored,
-    when ``half`` is given; else nothing. A node's children are scored as soon
-    as both are fed; the engine may score the left child while it feeds the
-    right one the same rows.
+    A generator returning ``(parts, n_fed)``: when ``early`` (an
+    :class:`_EarlyRungs`) is given, it yields the early rungs of the first
+    node's left child as it is fed and scored; else nothing. A node's children
+    are scored as soon as both are fed; the engine may score the left child
+    while it feeds the right one the same rows.
     """
     grown = []
     for part in parts:
@@ -301,19 +342,20 @@ def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, 
         left_part = _Part(left, engine.fork(part.state), part.meter)
         right_part = _Part(right, part.state, Meter())
         part.state = None  # the right child owns the parent's model now
-        n, seconds = engine.feed(part.node, left, right, left_part.state)
-        left_part.meter.n_samples_fed += n
-        left_part.meter.fit_time += seconds
-        n_fed += n
-        early = half is not None and not grown
-        if early:
-            # Scored before its sibling is fed: an honest hold-out estimate
-            # over the rows it never saw, after n_fed rows.
+        first = early is not None and not grown
+        if first:
+            # Scored before its sibling is fed: honest hold-out estimates over
+            # the rows it never saw, as its feed goes on.
+            n_fed = yield from _feed_early(engine, part.node, left_part, n_fed, early)
             _score(engine, left_part, leaves)
-            yield half(left_part, n_fed)
+            yield early.estimate(left, left_part.scores, n_fed, 1.0)
             n_right, seconds = engine.feed(part.node, right, left, right_part.state)
             scored = None
         else:
+            n, seconds = engine.feed(part.node, left, right, left_part.state)
+            left_part.meter.n_samples_fed += n
+            left_part.meter.fit_time += seconds
+            n_fed += n
             # The right child is fed the left child's rows: the left child,
             # now trained, may be scored on them in the same pass.
             n_right, seconds, scored = engine.feed_scoring(
@@ -322,11 +364,41 @@ def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, 
         right_part.meter.n_samples_fed += n_right
         right_part.meter.fit_time += seconds
         n_fed += n_right
-        if not early:
+        if not first:
             _score(engine, left_part, leaves, scored)
         _score(engine, right_part, leaves)
         grown += [left_part, right_part]
     return grown, n_fed
+
+
+def _feed_early(engine: LevelEngine, parent, part: _Part, n_fed: int, early):
+    """Feed ``part`` (the root's left child) whole, pausing at each early rung
+    before the half rung to score it and yield the estimate; the rows fed."""
+    stops = early.stops(parent, part.node)
+    if len(stops) == 1:  # the half rung alone: one feed
+        sibling = _sibling(parent, part.node)
+        n, seconds = engine.feed(parent, part.node, sibling, part.state)
+        part.meter.n_samples_fed += n
+        part.meter.fit_time += seconds
+        return n_fed + n
+    done = 0
+    for share, stop in stops:
+        n, seconds = engine.feed_part(part.node, part.state, done, stop)
+        done = stop
+        part.meter.n_samples_fed += n
+        part.meter.fit_time += seconds
+        n_fed += n
+        if share < 1.0:
+            scores, _ = engine.score(part.node, part.state)
+            yield early.estimate(part.node, scores, n_fed, share)
+    return n_fed
+
+
+def _sibling(parent, node) -> tuple[int, int]:
+    """The sibling of ``node``, a child of ``parent``."""
+    start, end = parent
+    mid = (start + end) // 2
+    return (mid + 1, end) if node[1] == mid else (start, mid)
 
 
 def _score(engine: LevelEngine, part: _Part, leaves: list, scored=None) -> None:
@@ -352,6 +424,10 @@ class TreeLevels:
     backend).
     """
 
+    #: ``partial_fit`` on a node's rows at once is not ``partial_fit`` on two
+    #: pieces for every learner (a shuffled epoch, a last partial batch).
+    splits_feeds = False
+
     def __init__(self, run, root, flush) -> None:
         self.run, self.task, self._root, self.flush = run, run.task, root, flush
 
@@ -366,6 +442,9 @@ class TreeLevels:
         meter = Meter()
         self.run.fit(state, self.run.fed(node, sibling), meter)
         return meter.n_samples_fed, meter.fit_time
+
+    def feed_part(self, node, state, start: int, stop: int) -> tuple[int, float]:
+        raise NotImplementedError("The Python tree does not split a node's feed.")
 
     def feed_scoring(self, parent, node, sibling, state, scored):
         return (*self.feed(parent, node, sibling, state), None)

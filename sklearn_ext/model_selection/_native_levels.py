@@ -30,6 +30,8 @@ FUSED_BLOCK = 4096
 class _NativeLevels:
     """The native tree's :class:`~._levels.LevelEngine`: states fed by the kernel."""
 
+    splits_feeds = True
+
     def __init__(self, task: CVTask, model, rebuild) -> None:
         plan = task.plan
         self.task, self.model, self.rebuild = task, model, rebuild
@@ -60,6 +62,14 @@ class _NativeLevels:
             self.seed,
         )
         return int(n), time.perf_counter() - tic
+
+    def feed_part(self, node, state, start: int, stop: int) -> tuple[int, float]:
+        # The kernel's one update, row after row: a feed split in pieces gives
+        # the model of the whole feed, bit for bit (as feed_scoring's blocks).
+        rows = self.task.plan.feed(*node)[start:stop]
+        tic = time.perf_counter()
+        self.model.feed_rows(state, rows)
+        return len(rows), time.perf_counter() - tic
 
     def feed_scoring(self, parent, node, sibling, state, scored):
         if not self.fuse:
@@ -123,5 +133,9 @@ def native_levels(task: CVTask, model, rebuild) -> Iterator[LevelEstimate]:
     a state), as the backend's ``run`` makes them."""
     engine = _NativeLevels(task, model, rebuild)
     return walk_levels(
-        task.plan, engine, task.names, LeafTable.from_leaves, half_rung=task.half_rung
+        task.plan,
+        engine,
+        task.names,
+        LeafTable.from_leaves,
+        early_rungs=task.early_rungs,
     )

@@ -30,12 +30,16 @@ from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._levels import LevelEstimate, n_levels
 
-__all__ = ["PRIOR_DF", "Racer", "race", "drop_test", "half_rung_test"]
+__all__ = ["EARLY_RUNGS", "PRIOR_DF", "Racer", "race", "drop_test", "half_rung_test"]
 
 #: The weight, in parts, of the spread shared by the candidates of a rung in
 #: each candidate's variance (the prior degrees of freedom of the moderated
 #: t-test): rung 1 has two parts, one degree of freedom of its own.
 PRIOR_DF = 4
+
+#: Early rungs raced on accuracy: the half rung alone (see the user guide's
+#: racing table for the quarter rung measured).
+EARLY_RUNGS = 1
 
 
 @dataclass
@@ -78,9 +82,10 @@ def race(
     per candidate, in order: survivors hold their ``leaves``, dropped ones
     their last rung.
     """
-    half = races_half_rung(core)
+    early = raced_early_rungs(core)
     racers = [
-        Racer(i, r, core.run_levels(r, half_rung=half)) for i, r in enumerate(resolved)
+        Racer(i, r, core.run_levels(r, early_rungs=early))
+        for i, r in enumerate(resolved)
     ]
     parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
     try:
@@ -88,7 +93,7 @@ def race(
             running = [r for r in racers if r.running]
             parallel(delayed(_advance)(r, metric) for r in running)
             rung = [r for r in running if r.running and r.last is not None]
-            dropped = _drop(rung, alpha / max(1, _n_tests(core, half)))
+            dropped = _drop(rung, alpha / _n_tests(core, early))
             if say is not None and rung:
                 say(
                     f"[race] rung {rung[0].last.rung}: dropped {len(dropped)} of "
@@ -100,17 +105,18 @@ def race(
     return racers
 
 
-def races_half_rung(core: RunCore) -> bool:
-    """Whether the race tests at the half rung: on accuracy, the one metric
-    (``scoring=None`` for a classifier, or ``"accuracy"``), whose per-row
-    differences :func:`half_rung_test` can bound."""
-    return core.metric == "accuracy"
+def raced_early_rungs(core: RunCore) -> int:
+    """The early rungs the race tests at (:data:`EARLY_RUNGS`) when it races
+    accuracy (``scoring=None`` for a classifier, or ``"accuracy"``), whose
+    per-row differences :func:`half_rung_test` can bound; else none."""
+    return EARLY_RUNGS if core.metric == "accuracy" else 0
 
 
-def _n_tests(core: RunCore, half: bool = False) -> int:
-    """The rungs that test (all but the leaves', and the half rung when it
-    is raced): the Bonferroni divisor."""
-    return max(1, n_levels(core.plan) - 1 + int(half))
+def _n_tests(core: RunCore, early: int = 0) -> int:
+    """The rungs that test (all but the leaves', and the early rungs raced):
+    the Bonferroni divisor. An engine that cannot pause a feed has fewer
+    early rungs than asked for: counting them all is conservative."""
+    return max(1, n_levels(core.plan) - 1 + int(early))
 
 
 def _advance(racer: Racer, metric: str | None) -> None:
