@@ -62,7 +62,7 @@ from optuna.distributions import FloatDistribution  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 from optuna_treecv import TreeCVObjective  # noqa: E402
-from optuna_treecv._ladder import EARLY_RUNGS, n_steps  # noqa: E402
+from optuna_treecv._ladder import n_steps  # noqa: E402
 from sklearn_ext import (  # noqa: E402
     LeastSquaresSGDRegressor,
     LogisticSGDClassifier,
@@ -72,6 +72,7 @@ from sklearn_ext import (  # noqa: E402
 )
 from sklearn_ext.model_selection._backends import PythonTreeBackend  # noqa: E402
 from sklearn_ext.model_selection._core import RunCore  # noqa: E402
+from sklearn_ext.model_selection._levels import EARLY_RUNGS  # noqa: E402
 
 K = 16
 

@@ -21,6 +21,7 @@ import numpy as np
 import optuna
 
 from optuna_treecv._fold_scores import scores_layout
+from sklearn_ext.model_selection._levels import EARLY_RUNGS, n_levels
 
 if TYPE_CHECKING:
     from optuna.trial import BaseTrial
@@ -30,31 +31,7 @@ if TYPE_CHECKING:
     from sklearn_ext.model_selection._core import Resolved, RunCore
     from sklearn_ext.model_selection._levels import LevelEstimate
 
-__all__ = [
-    "EARLY_RUNGS",
-    "LevelReports",
-    "n_levels",
-    "n_steps",
-    "reported_levels",
-    "step_of",
-]
-
-#: Early rungs reported before rung 1: the quarter rung and the half rung. An
-#: engine that cannot pause a feed (the Python tree) has the half rung only,
-#: reported at its own step (2), so steps mean the same rows in every trial.
-EARLY_RUNGS = 2
-
-
-def n_levels(n_splits: int) -> int:
-    """The rungs of a ``n_splits``-fold tree: its depth, ``ceil(log2(k))``.
-
-    Examples
-    --------
-    >>> from optuna_treecv._ladder import n_levels
-    >>> n_levels(16), n_levels(10), n_levels(2)
-    (4, 4, 1)
-    """
-    return max(1, int(n_splits - 1).bit_length())
+__all__ = ["LevelReports", "n_steps", "reported_levels", "step_of"]
 
 
 def n_steps(n_splits: int) -> int:
@@ -71,7 +48,9 @@ def n_steps(n_splits: int) -> int:
 
 def step_of(estimate: LevelEstimate) -> int:
     """The step of a rung: 1 for the quarter rung, 2 for the half rung,
-    ``level + 2`` for level ``level``.
+    ``level + 2`` for level ``level``. An engine that cannot pause a feed (the
+    Python tree) has the half rung only, reported at its own step (2), so a
+    step means the same rows fed in every trial.
 
     Examples
     --------

@@ -12,15 +12,10 @@ from sklearn.datasets import make_classification
 from optuna_treecv import TreeCVObjective, fold_scores
 from optuna_treecv._cli import main
 from optuna_treecv._cli_args import _make_pruner
-from optuna_treecv._ladder import (
-    EARLY_RUNGS,
-    n_levels,
-    n_steps,
-    reported_levels,
-    step_of,
-)
+from optuna_treecv._ladder import n_steps, reported_levels, step_of
 from sklearn_ext.linear_model import PegasosClassifier
 from sklearn_ext.model_selection._backends import PythonTreeBackend
+from sklearn_ext.model_selection._levels import EARLY_RUNGS, n_levels
 
 SPACE = {"alpha": FloatDistribution(1e-5, 1e-1, log=True)}
 #: The Python tree walks levels for every partial_fit learner.

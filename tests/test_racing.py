@@ -216,7 +216,13 @@ def test_the_native_tree_races_the_same(pair, data):
     assert set(native.cv_results_["backend"]) == {"native_tree"}
     assert native.best_index_ == raced.best_index_ == 0
     bad = [i for i in range(len(GRID["alpha"])) if i not in GOOD]
-    assert (native.cv_results_["race_rung"][bad] == 0.5).all()
+    # The native tree pauses the feed: the bad are dropped at an early rung.
+    assert np.isin(native.cv_results_["race_rung"][bad], [0.25, 0.5]).all()
+    assert (raced.cv_results_["race_rung"][bad] == 0.5).all()  # no quarter rung
+    quarter = native.cv_results_["race_rung"] == 0.25
+    assert quarter.any()
+    # Dropped at the quarter rung: fed half of the right half, no more.
+    assert (native.cv_results_["n_samples_fed"][quarter] == len(data[0]) // 4).all()
 
 
 @pytest.mark.parametrize("method", ["auto", "python_tree"])

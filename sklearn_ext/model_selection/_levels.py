@@ -28,7 +28,19 @@ import numpy as np
 
 from sklearn_ext.model_selection._plan import FoldPlan
 
-__all__ = ["LevelEstimate", "LevelEngine", "TreeLevels", "n_levels", "walk_levels"]
+__all__ = [
+    "EARLY_RUNGS",
+    "LevelEstimate",
+    "LevelEngine",
+    "TreeLevels",
+    "n_levels",
+    "walk_levels",
+]
+
+#: The early rungs the doors ask a walk for (``report="levels"`` and the
+#: racing search): the quarter rung and the half rung. Measured in the user
+#: guide's ladder page (a third, the eighth rung, cost a study its best).
+EARLY_RUNGS = 2
 
 
 @dataclass(frozen=True)
@@ -188,9 +200,18 @@ class LevelEstimate:
         )
 
 
-def n_levels(plan: FoldPlan) -> int:
-    """Levels of the plan's tree below the root: ``ceil(log2(k))``."""
-    return int(plan.n_splits - 1).bit_length()
+def n_levels(plan: FoldPlan | int) -> int:
+    """Levels of the tree of a plan (or of ``k`` folds) below the root:
+    ``ceil(log2(k))``, at least 1.
+
+    Examples
+    --------
+    >>> from sklearn_ext.model_selection._levels import n_levels
+    >>> n_levels(16), n_levels(10), n_levels(2)
+    (4, 4, 1)
+    """
+    k = plan if isinstance(plan, int | np.integer) else plan.n_splits
+    return max(1, int(k - 1).bit_length())
 
 
 class LevelEngine(Protocol):

@@ -10,11 +10,13 @@ moderated across the candidates, in the spirit of CVST (Krueger, Panknin and
 Braun, JMLR 16, 2015), which drops configurations by sequential tests on
 growing subsets. Only the survivors run to the leaves and get fold scores.
 
-Raced on accuracy, the race also decides at the *half rung*, before rung 1:
-every candidate's model trained on the right half of the rows (about ``n / 2``
-rows fed), scored on the left half. That rung has one part, so the paired test
-over parts cannot run; :func:`half_rung_test` bounds the variance of the
-per-row differences by the two error rates instead (no per-row data needed).
+Raced on accuracy, the race also decides at the *early rungs*, before rung 1
+(:data:`~._levels.EARLY_RUNGS`): every candidate's model trained on the first
+half of the right half of the rows (the quarter rung, about ``n / 4`` rows fed)
+and on all of it (the half rung, ``n / 2``), scored on the left half. An early
+rung has one part, so the paired test over parts cannot run;
+:func:`half_rung_test` bounds the variance of the per-row differences by the
+two error rates instead (no per-row data needed).
 """
 
 from __future__ import annotations
@@ -28,18 +30,14 @@ from scipy import stats
 
 from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._core import Resolved, RunCore
-from sklearn_ext.model_selection._levels import LevelEstimate, n_levels
+from sklearn_ext.model_selection._levels import EARLY_RUNGS, LevelEstimate, n_levels
 
-__all__ = ["EARLY_RUNGS", "PRIOR_DF", "Racer", "race", "drop_test", "half_rung_test"]
+__all__ = ["PRIOR_DF", "Racer", "race", "drop_test", "half_rung_test"]
 
 #: The weight, in parts, of the spread shared by the candidates of a rung in
 #: each candidate's variance (the prior degrees of freedom of the moderated
 #: t-test): rung 1 has two parts, one degree of freedom of its own.
 PRIOR_DF = 4
-
-#: Early rungs raced on accuracy: the half rung alone (see the user guide's
-#: racing table for the quarter rung measured).
-EARLY_RUNGS = 1
 
 
 @dataclass
@@ -51,7 +49,7 @@ class Racer:
     levels: Any = None
     last: LevelEstimate | None = None
     #: The rung at which the race dropped it (``None``: it ran to the leaves;
-    #: 0.5: the half rung).
+    #: 0.25 and 0.5: the early rungs).
     dropped_at: float | None = None
     #: The leaves of a candidate that ran to them (failed fits: ``error_score``).
     leaves: LeafTable | None = None
@@ -246,7 +244,7 @@ def drop_test(
 
 def half_rung_test(accuracies: np.ndarray, n_rows: int, alpha: float) -> np.ndarray:
     """Which candidates are clearly less accurate than the first (the leader)
-    at the half rung: one part of ``n_rows`` held-out rows, the same rows for
+    at an early rung: one part of ``n_rows`` held-out rows, the same rows for
     every candidate, every model trained on the same other rows.
 
     Per row ``i``, ``d_i`` is 1 where only the leader is right, -1 where only

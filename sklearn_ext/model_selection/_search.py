@@ -154,15 +154,16 @@ class TreeCVSearchCV(BaseSearchCV):
         candidate), each candidate's variance moderated toward the
         candidates' common spread (:func:`~sklearn_ext.model_selection.\
 _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
-        Raced on accuracy, it also drops after the *half rung* (rung 0.5:
-        models trained on the right half, scored on the left half, after
-        about ``n / 2`` rows), by a test whose variance bound needs only the
-        two accuracies (:func:`~sklearn_ext.model_selection._racing.\
+        Raced on accuracy, it also drops after the two *early rungs*: models
+        trained on a quarter of the rows (rung 0.25, after about ``n / 4``
+        rows fed) and on the right half (the half rung, 0.5, after ``n /
+        2``), scored on the left half, by a test whose variance bound needs
+        only the two accuracies (:func:`~sklearn_ext.model_selection._racing.\
 half_rung_test`). Only the survivors run to the leaves; ``best_*`` and
         ``refit`` choose among them as without racing. A dropped candidate
         keeps its row in ``cv_results_`` with NaN fold scores and times (so
         it ranks last), and the columns ``race_rung`` (the rung it stopped
-        at, 0.5 for the half rung; the last rung, ``ceil(log2(k))``, for
+        at, 0.25 and 0.5 for the early rungs; the last rung, ``ceil(log2(k))``, for
         survivors), ``race_score`` (its last rung's estimate of the raced
         metric) and ``n_samples_fed`` (rows fed to it) are added for every
         candidate. The raced metric is the single one, or the one ``refit``
@@ -172,15 +173,15 @@ half_rung_test`). Only the survivors run to the leaves; ``best_*`` and
         The error rate of the race: each test drops a candidate whose
         expected rung score equals the leader's with probability at most
         ``racing_alpha / (ceil(log2(k)) - 1)`` (Bonferroni over the rungs that
-        test; ``racing_alpha / ceil(log2(k))`` with the half rung), so a
+        test; ``racing_alpha / (ceil(log2(k)) + 1)`` with the early rungs), so a
         candidate as good as the leader survives the race with probability at
         least ``1 - racing_alpha``, under the tests' models (part differences
-        independent and normal; at the half rung, rows exchangeable) and
+        independent and normal; at the early rungs, rows exchangeable) and
         against a fixed leader. What the test does not cover is the rungs'
         bias: a rung scores models trained on ``1 - 2**-l`` of the rows (the
-        half rung on half), and a candidate that gains more from more data
-        than the leader can be dropped though the full k-fold CV would rank
-        it first (see "Racing" in the user guide for the measured rate).
+        early rungs on a quarter and a half), and a candidate that gains more
+        from more data than the leader can be dropped though the full k-fold
+        CV would rank it first (see "Racing" in the user guide for the measured rate).
 
     Attributes
     ----------
@@ -242,8 +243,8 @@ half_rung_test`). Only the survivors run to the leaves; ``best_*`` and
     >>> bool(abs(again.mean() - search.best_score_) < 1e-12)
     True
 
-    Racing drops the clearly worse candidates after half a pass (the half
-    rung, 0.5), one (rung 1) or two:
+    Racing drops the clearly worse candidates after a quarter of a pass (the
+    quarter rung, 0.25), half a pass (the half rung, 0.5), one (rung 1) or two:
 
     >>> from sklearn.datasets import make_classification
     >>> X, y = make_classification(
@@ -254,7 +255,7 @@ half_rung_test`). Only the survivors run to the leaves; ``best_*`` and
     ...     PegasosClassifier(), grid, cv=TreeCVSplitter(16), racing=True
     ... ).fit(X, y)
     >>> raced.cv_results_["race_rung"].tolist()  # rung 4 is the leaves'
-    [4.0, 4.0, 0.5, 0.5]
+    [4.0, 4.0, 0.5, 0.25]
     >>> raced.best_params_
     {'alpha': 0.1}
     """
