@@ -274,6 +274,22 @@ def test_a_whole_run_says_the_regime_note_once(tmp_path):
     assert "TreeCVRegimeWarning" not in result.stderr
 
 
+def test_a_whole_run_says_the_order_note_once(tmp_path):
+    # iris is stored sorted by class: the set-up says so, and the closing time
+    # comparison, which runs the tree on the same rows, does not say it again.
+    result = subprocess.run(
+        [sys.executable, "-m", "optuna_treecv", "tune", "pegasos", "iris", "--cv",
+         "8", "--n-trials", "3", "--storage", f"sqlite:///{tmp_path / 'o.db'}",
+         "--no-progress-bar"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Time: " in result.stdout  # The comparison ran.
+    said = result.stdout + result.stderr
+    assert said.count("The rows are fed in an order related to y") == 1, said
+    assert "TreeCVOrderWarning" not in said
+
+
 def test_cv_runs_the_svm_through_alpha_seeding(capsys):
     argv = ["cv", "svc", "iris", "--cv", "3", "--set", "C=10", "--preprocess", "none"]
     assert main(argv) == 0
