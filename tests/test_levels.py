@@ -605,3 +605,39 @@ def test_an_engine_that_cannot_pause_a_feed_gives_the_half_rung_only():
     core, resolved = _core(_sgd(), X, y, PythonTreeBackend(), 8)
     rungs = list(core.run_levels(resolved, early_rungs=2))
     assert [r.rung for r in rungs] == [0.5, 1, 2, 3]
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("k", [2, 16])
+def test_early_chunks_score_each_chunk_of_the_held_out_half(engine, k):
+    # Asked for, each early rung is scored chunk by chunk as well (a paired
+    # test over chunks compares two early rungs on any metric).
+    X, y = _data()
+    backend, make = BACKENDS[engine]
+    estimator = make()
+    core, resolved = _core(estimator, X, y, backend, k, "randomized")
+    rungs = list(core.run_levels(resolved, early_rungs=2, early_chunks=True))
+    plan = core.plan
+    left, _ = plan.children(*plan.root)
+    early = [r for r in rungs if r.partial]
+    assert len(early) == (2 if engine == "native" else 1)
+    for rung in early:
+        rows = plan.feed(*left)
+        rows = rows[: round(len(rows) * rung.feed_share)]
+        model = clone(estimator).partial_fit(X[rows], y[rows], classes=np.unique(y))
+        chunks = range(left[0], left[1] + 1)
+        sizes = [len(plan.chunk_rows(c, c)) for c in chunks]
+        hand = [
+            accuracy_score(
+                y[plan.chunk_rows(c, c)], model.predict(X[plan.chunk_rows(c, c)])
+            )
+            for c in chunks
+        ]
+        assert_array_equal(rung.chunk_sizes, sizes)
+        assert_allclose(rung.chunk_scores["score"], hand, rtol=0, atol=1e-15)
+        # The chunks' accuracies add up to the rung's.
+        assert np.average(hand, weights=sizes) == pytest.approx(rung.scores["score"])
+    assert all(r.chunk_scores is None for r in rungs if not r.partial)
+    plain = list(core.run_levels(resolved, early_rungs=2))
+    assert all(r.chunk_scores is None for r in plain)
+    assert plain[-1].scores == rungs[-1].scores

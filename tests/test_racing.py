@@ -204,10 +204,32 @@ def test_half_rung_test_drops_the_clearly_worse_only():
     assert not half_rung_test(np.array([0.84, 0.80]), 100, 0.0125).any()
 
 
-def test_racing_on_another_metric_skips_the_half_rung(data):
+def test_racing_on_another_metric_tests_the_half_rung_chunk_by_chunk(data):
+    # F1 has no error-rate bound: the half rung is scored on each of the left
+    # half's 8 chunks, and the paired test over them drops the clearly bad
+    # (alpha 100 and 1000, F1 far below); the closer ones go later.
     raced = search(True, scoring="f1").fit(*data)
     rungs = raced.cv_results_["race_rung"]
-    assert 0.5 not in rungs and (rungs[[2, 3, 4, 5]] < 4).all()
+    assert raced.best_index_ == 0
+    assert (rungs[[4, 5]] == 0.5).all() and (rungs[[2, 3]] < 4).all()
+
+
+def test_a_regressor_races_from_the_quarter_rung():
+    from sklearn.datasets import make_regression
+
+    from sklearn_ext import LeastSquaresSGDRegressor
+
+    X, y = make_regression(n_samples=4000, n_features=8, noise=10.0, random_state=0)
+    grid = {"eta0": [0.01, 0.03, 1e-6, 1e-5]}  # r² about 0.99 and far below
+    kwargs = {"cv": TreeCVSplitter(16), "refit": False}
+    plain = TreeCVSearchCV(LeastSquaresSGDRegressor(), grid, **kwargs).fit(X, y)
+    raced = TreeCVSearchCV(LeastSquaresSGDRegressor(), grid, racing=True, **kwargs).fit(
+        X, y
+    )
+    assert raced.best_index_ == plain.best_index_
+    rungs = raced.cv_results_["race_rung"]
+    assert (rungs[[2, 3]] == 0.25).all()  # dropped after n / 4 rows
+    assert (raced.cv_results_["n_samples_fed"][[2, 3]] == len(X) // 4).all()
 
 
 def test_the_native_tree_races_the_same(pair, data):

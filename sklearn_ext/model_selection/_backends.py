@@ -109,6 +109,9 @@ class CVTask:
     #: How many early rungs a level walk (``run_levels``) yields first, the
     #: half rung last (``LevelEstimate.partial``); set by ``RunCore.run_levels``.
     early_rungs: int = 0
+    #: Whether the early rungs are also scored chunk by chunk
+    #: (``LevelEstimate.chunk_scores``); set by ``RunCore.run_levels``.
+    early_chunks: bool = False
     on_leaf: Callable[[LeafResult], None] | None = None
     #: Parameters of the scorers; per-sample arrays are restricted to the
     #: rows scored.
@@ -641,6 +644,7 @@ class PythonTreeBackend(Backend):
             task.names,
             LeafTable.from_leaves,
             early_rungs=task.early_rungs,
+            early_chunks=task.early_chunks,
         )
 
     def __repr__(self) -> str:

@@ -525,6 +525,7 @@ class RunCore:
         leaf_callback=None,
         return_estimator: bool = False,
         early_rungs: int = 0,
+        early_chunks: bool = False,
     ) -> Iterator[LevelEstimate]:
         """The tree of ``plan`` level by level: a :class:`LevelEstimate` per level.
 
@@ -540,6 +541,8 @@ class RunCore:
         first part, scored after a half, a quarter, ... of its feed, before
         its sibling is fed; the last is the half rung); an engine that cannot
         pause a feed gives the half rung only, a backend without levels none.
+        ``early_chunks=True`` scores each early rung chunk by chunk too
+        (``LevelEstimate.chunk_scores``), for a paired test on any metric.
         """
         plan = self.plan if plan is None else plan
         backend = resolved.backend
@@ -561,6 +564,7 @@ class RunCore:
         task = self.task(resolved, plan, stop if leaf_callback else None)
         task.return_estimator = return_estimator
         task.early_rungs = early_rungs
+        task.early_chunks = early_chunks
         # The walk starts inside _levels_of: a fit that fails as it starts (a
         # native learner validating its parameters) fails like any other fit.
         yield from _levels_of(self, lambda: backend.run_levels(task), task, stop)

@@ -91,6 +91,13 @@ class LevelEstimate:
         For an early rung, the share of the root's left child's feed done when
         it was scored: ``1.0`` for the half rung, ``0.5`` for the quarter rung
         (about ``n / 4`` rows fed); ``1.0`` for every other estimate.
+    chunk_scores : dict of str to ndarray, or None
+        For an early rung walked with ``early_chunks``, each metric per chunk
+        of the held-out half (a chunk is one fold's rows), in plan order: a
+        paired test over chunks compares two early rungs on any metric (the
+        racing search's, where the metric is not accuracy). ``None`` otherwise.
+    chunk_sizes : ndarray or None
+        Held-out rows per chunk, with :attr:`chunk_scores`.
 
     See Also
     --------
@@ -139,6 +146,8 @@ class LevelEstimate:
     leaves: LeafTable | None = None  # noqa: F821
     partial: bool = False
     feed_share: float = 1.0
+    chunk_scores: dict[str, np.ndarray] | None = None
+    chunk_sizes: np.ndarray | None = None
 
     @property
     def rung(self) -> float:
@@ -156,10 +165,13 @@ class LevelEstimate:
         leaves: LeafTable | None = None,  # noqa: F821
         partial: bool = False,
         feed_share: float = 1.0,
+        chunks: tuple[dict, np.ndarray] | None = None,
     ) -> LevelEstimate:
         """The estimate of a level from its parts (final when ``leaves`` is given;
-        an early rung when ``partial``)."""
+        an early rung when ``partial``, with its ``(chunk_scores, chunk_sizes)``
+        when ``chunks``)."""
         sizes = np.asarray(part_sizes, dtype=np.int64)
+        chunk_scores, chunk_sizes = (None, None) if chunks is None else chunks
         columns = {name: np.asarray(v, dtype=float) for name, v in part_scores.items()}
         return cls(
             level=int(level),
@@ -175,6 +187,8 @@ class LevelEstimate:
             leaves=leaves,
             partial=bool(partial),
             feed_share=float(feed_share),
+            chunk_scores=chunk_scores,
+            chunk_sizes=chunk_sizes,
         )
 
     @classmethod
@@ -279,7 +293,13 @@ class _Part:
 
 
 def walk_levels(
-    plan: FoldPlan, engine: LevelEngine, names, table, *, early_rungs: int = 0
+    plan: FoldPlan,
+    engine: LevelEngine,
+    names,
+    table,
+    *,
+    early_rungs: int = 0,
+    early_chunks: bool = False,
 ) -> Iterator[LevelEstimate]:
     """Walk the tree of ``plan`` breadth first; one :class:`LevelEstimate` per level.
 
@@ -297,7 +317,10 @@ def walk_levels(
     ``1 / 2**(e - 1)``, ..., ``1 / 2`` and all of its feed, and each score is
     yielded first, as a ``partial`` estimate of level 1 (its one part); level
     1 keeps the last one, the half rung. An engine that cannot split a feed
-    (:attr:`LevelEngine.splits_feeds`) yields the half rung only.
+    (:attr:`LevelEngine.splits_feeds`) yields the half rung only. With
+    ``early_chunks``, each early rung is also scored chunk by chunk
+    (:attr:`LevelEstimate.chunk_scores`: one more prediction pass over the
+    left half).
     """
     bounds = plan.bounds
     parts = [_Part(plan.root, engine.root(), Meter())]
@@ -306,7 +329,9 @@ def walk_levels(
     shares = _early_shares(early_rungs, engine.splits_feeds)
     while any(part.node[0] != part.node[1] for part in parts):
         level += 1
-        early = _EarlyRungs(bounds, names, shares) if level == 1 and shares else None
+        early = None
+        if level == 1 and shares:
+            early = _EarlyRungs(engine, bounds, names, shares, early_chunks)
         parts, n_fed = yield from _grow(plan, engine, parts, n_fed, leaves, early)
         sizes = [bounds[p.node[1] + 1] - bounds[p.node[0]] for p in parts]
         scores = {n: [p.scores.get(n, np.nan) for p in parts] for n in names}
@@ -325,8 +350,9 @@ class _EarlyRungs:
     """The early rungs of level 1's first part: where to pause its feed, and the
     estimate of each pause."""
 
-    def __init__(self, bounds, names, shares: list[float]) -> None:
-        self.bounds, self.names, self.shares = bounds, names, shares
+    def __init__(self, engine, bounds, names, shares: list[float], chunks: bool):
+        self.engine, self.bounds, self.names = engine, bounds, names
+        self.shares, self.chunks = shares, chunks
 
     def stops(self, parent, node) -> list[tuple[float, int]]:
         """``(share, rows fed by then)`` per early rung of ``node``'s feed."""
@@ -334,12 +360,32 @@ class _EarlyRungs:
         n_rows = int(self.bounds[sibling[1] + 1] - self.bounds[sibling[0]])
         return [(share, round(n_rows * share)) for share in self.shares]
 
-    def estimate(self, node, scores, n_fed: int, share: float) -> LevelEstimate:
+    def estimate(self, node, scores, n_fed: int, share: float, chunks=None):
+        """The early rung of ``node``, its ``scores`` and :meth:`chunked`'s."""
         size = self.bounds[node[1] + 1] - self.bounds[node[0]]
         values = {n: [scores.get(n, np.nan)] for n in self.names}
         return LevelEstimate.of_parts(
-            1, values, [size], n_fed, partial=True, feed_share=share
+            1,
+            values,
+            [size],
+            n_fed,
+            partial=True,
+            feed_share=share,
+            chunks=chunks,
         )
+
+    def chunked(self, node, state) -> tuple[dict, np.ndarray] | None:
+        """Each metric of ``state`` per chunk of ``node``, and the chunk sizes
+        (``None`` unless asked for)."""
+        if not self.chunks:
+            return None
+        chunks = range(node[0], node[1] + 1)
+        scored = [self.engine.score((c, c), state)[0] for c in chunks]
+        values = {
+            n: np.array([one.get(n, np.nan) for one in scored]) for n in self.names
+        }
+        sizes = np.diff(self.bounds[node[0] : node[1] + 2]).astype(np.int64)
+        return values, sizes
 
 
 def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, early):
@@ -368,8 +414,10 @@ def _grow(plan: FoldPlan, engine: LevelEngine, parts, n_fed: int, leaves: list, 
             # Scored before its sibling is fed: honest hold-out estimates over
             # the rows it never saw, as its feed goes on.
             n_fed = yield from _feed_early(engine, part.node, left_part, n_fed, early)
+            # Chunks first: a leaf (k = 2) drops its model once scored.
+            chunks = early.chunked(left, left_part.state)
             _score(engine, left_part, leaves)
-            yield early.estimate(left, left_part.scores, n_fed, 1.0)
+            yield early.estimate(left, left_part.scores, n_fed, 1.0, chunks)
             n_right, seconds = engine.feed(part.node, right, left, right_part.state)
             scored = None
         else:
@@ -411,7 +459,8 @@ def _feed_early(engine: LevelEngine, parent, part: _Part, n_fed: int, early):
         n_fed += n
         if share < 1.0:
             scores, _ = engine.score(part.node, part.state)
-            yield early.estimate(part.node, scores, n_fed, share)
+            chunks = early.chunked(part.node, part.state)
+            yield early.estimate(part.node, scores, n_fed, share, chunks)
     return n_fed
 
 

@@ -138,4 +138,5 @@ def native_levels(task: CVTask, model, rebuild) -> Iterator[LevelEstimate]:
         task.names,
         LeafTable.from_leaves,
         early_rungs=task.early_rungs,
+        early_chunks=task.early_chunks,
     )

@@ -80,9 +80,10 @@ def race(
     per candidate, in order: survivors hold their ``leaves``, dropped ones
     their last rung.
     """
-    early = raced_early_rungs(core)
+    # Accuracy is tested on its own bound; any other metric chunk by chunk.
+    chunked = core.metric != "accuracy"
     racers = [
-        Racer(i, r, core.run_levels(r, early_rungs=early))
+        Racer(i, r, core.run_levels(r, early_rungs=EARLY_RUNGS, early_chunks=chunked))
         for i, r in enumerate(resolved)
     ]
     parallel = Parallel(n_jobs=n_jobs, require="sharedmem")
@@ -91,7 +92,7 @@ def race(
             running = [r for r in racers if r.running]
             parallel(delayed(_advance)(r, metric) for r in running)
             rung = [r for r in running if r.running and r.last is not None]
-            dropped = _drop(rung, alpha / _n_tests(core, early))
+            dropped = _drop(rung, alpha / _n_tests(core))
             if say is not None and rung:
                 say(
                     f"[race] rung {rung[0].last.rung}: dropped {len(dropped)} of "
@@ -103,18 +104,11 @@ def race(
     return racers
 
 
-def raced_early_rungs(core: RunCore) -> int:
-    """The early rungs the race tests at (:data:`EARLY_RUNGS`) when it races
-    accuracy (``scoring=None`` for a classifier, or ``"accuracy"``), whose
-    per-row differences :func:`half_rung_test` can bound; else none."""
-    return EARLY_RUNGS if core.metric == "accuracy" else 0
-
-
-def _n_tests(core: RunCore, early: int = 0) -> int:
-    """The rungs that test (all but the leaves', and the early rungs raced):
-    the Bonferroni divisor. An engine that cannot pause a feed has fewer
-    early rungs than asked for: counting them all is conservative."""
-    return max(1, n_levels(core.plan) - 1 + int(early))
+def _n_tests(core: RunCore) -> int:
+    """The rungs that test (all but the leaves', and the early rungs): the
+    Bonferroni divisor. An engine that cannot pause a feed has fewer early
+    rungs than asked for: counting them all is conservative."""
+    return max(1, n_levels(core.plan) - 1 + EARLY_RUNGS)
 
 
 def _advance(racer: Racer, metric: str | None) -> None:
@@ -158,9 +152,7 @@ def _drop(rung: list[Racer], alpha: float) -> list[Racer]:
         others = [r for r in racers if r is not leader]
         parts = [_parts(leader)] + [_parts(r) for r in others]
         if leader.last.partial:
-            worse = half_rung_test(
-                np.concatenate(parts), int(leader.last.part_sizes.sum()), alpha
-            )[1:]
+            worse = _early_test([leader, *others], parts, alpha)[1:]
         else:
             worse = drop_test(parts, leader.last.part_sizes, alpha)[1:]
         for racer, drop in zip(others, worse, strict=True):
@@ -168,6 +160,20 @@ def _drop(rung: list[Racer], alpha: float) -> list[Racer]:
                 racer.dropped_at = level
                 dropped.append(racer)
     return dropped
+
+
+def _early_test(racers: list[Racer], parts: list[np.ndarray], alpha: float):
+    """Which racers are clearly worse than the first at an early rung (one
+    part): accuracy by :func:`half_rung_test`, another metric by
+    :func:`drop_test` over the held-out half's chunks (the same rows for every
+    racer); no evidence, no drop, where there are fewer than two chunks."""
+    leader = racers[0].last
+    if leader.chunk_scores is None:  # accuracy: the walk was not chunked
+        return half_rung_test(
+            np.concatenate(parts), int(leader.part_sizes.sum()), alpha
+        )
+    chunks = [np.asarray(r.last.chunk_scores[r.key], dtype=float) for r in racers]
+    return drop_test(chunks, leader.chunk_sizes, alpha)
 
 
 def _parts(racer: Racer) -> np.ndarray:
