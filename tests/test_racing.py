@@ -10,7 +10,12 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ext import PegasosClassifier, TreeCVSearchCV, TreeCVSplitter
 from sklearn_ext.model_selection._backends import PythonTreeBackend
-from sklearn_ext.model_selection._racing import PRIOR_DF, drop_test, half_rung_test
+from sklearn_ext.model_selection._racing import (
+    PRIOR_DF,
+    drop_test,
+    early_rung_test,
+    half_rung_test,
+)
 
 #: One clearly best alpha (0.1), a close second, clearly bad ones (a one-pass
 #: PEGASOS on these data: 0.838, 0.832 and 0.75 to 0.79 by 16-fold CV).
@@ -204,14 +209,34 @@ def test_half_rung_test_drops_the_clearly_worse_only():
     assert not half_rung_test(np.array([0.84, 0.80]), 100, 0.0125).any()
 
 
-def test_racing_on_another_metric_tests_the_half_rung_chunk_by_chunk(data):
-    # F1 has no error-rate bound: the half rung is scored on each of the left
-    # half's 8 chunks, and the paired test over them drops the clearly bad
-    # (alpha 100 and 1000, F1 far below); the closer ones go later.
-    raced = search(True, scoring="f1").fit(*data)
-    rungs = raced.cv_results_["race_rung"]
-    assert raced.best_index_ == 0
-    assert (rungs[[4, 5]] == 0.5).all() and (rungs[[2, 3]] < 4).all()
+def test_racing_on_another_metric_tests_the_early_rungs_chunk_by_chunk(data):
+    # F1 has no error-rate bound: each early rung is scored on each of the
+    # left half's 8 chunks, and early_rung_test drops the clearly bad there
+    # (the native tree: the quarter rung); the Python tree's half rung, on
+    # half the rows' 8 chunks, leaves them to rung 1.
+    native = search(True, scoring="f1", method="auto").fit(*data)
+    assert native.best_index_ == 0
+    assert (native.cv_results_["race_rung"][[2, 3, 4, 5]] == 0.25).all()
+    python = search(True, scoring="f1").fit(*data)
+    assert python.best_index_ == 0
+    assert (python.cv_results_["race_rung"][[2, 3, 4, 5]] == 1).all()
+
+
+def test_early_rung_test_is_unpaired():
+    # Chunks that differ in difficulty: a candidate 0.01 below the leader on
+    # every chunk is not dropped (a paired test would drop it: its
+    # differences have no spread), one 0.2 below is.
+    leader = np.array([0.95, 0.80, 0.90, 0.70, 0.85, 0.75, 0.92, 0.78])
+    scores = [leader, leader - 0.01, leader - 0.2]
+    sizes = np.full(8, 1000)
+    assert early_rung_test(scores, sizes, 0.05).tolist() == [False, False, True]
+    assert drop_test(
+        [leader, leader - 0.01 + np.linspace(0, 1e-3, 8), leader - 0.2], sizes, 0.05
+    ).tolist() == [False, True, True]
+    assert early_rung_test([leader[:1], leader[:1] - 0.5], [1000], 0.05).tolist() == [
+        False,
+        False,
+    ]  # one chunk: no spread to test on
 
 
 def test_a_regressor_races_from_the_quarter_rung():

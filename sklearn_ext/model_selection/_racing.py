@@ -10,13 +10,14 @@ moderated across the candidates, in the spirit of CVST (Krueger, Panknin and
 Braun, JMLR 16, 2015), which drops configurations by sequential tests on
 growing subsets. Only the survivors run to the leaves and get fold scores.
 
-Raced on accuracy, the race also decides at the *early rungs*, before rung 1
+The race also decides at the *early rungs*, before rung 1
 (:data:`~._levels.EARLY_RUNGS`): every candidate's model trained on the first
 half of the right half of the rows (the quarter rung, about ``n / 4`` rows fed)
 and on all of it (the half rung, ``n / 2``), scored on the left half. An early
-rung has one part, so the paired test over parts cannot run;
+rung has one part, so the paired test over parts cannot run. On accuracy,
 :func:`half_rung_test` bounds the variance of the per-row differences by the
-two error rates instead (no per-row data needed).
+two error rates (no per-row data needed); on any other metric the early rungs
+are scored chunk by chunk and :func:`early_rung_test` compares them, unpaired.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._core import Resolved, RunCore
 from sklearn_ext.model_selection._levels import EARLY_RUNGS, LevelEstimate, n_levels
 
-__all__ = ["PRIOR_DF", "Racer", "race", "drop_test", "half_rung_test"]
+__all__ = [
+    "PRIOR_DF",
+    "Racer",
+    "race",
+    "drop_test",
+    "early_rung_test",
+    "half_rung_test",
+]
 
 #: The weight, in parts, of the spread shared by the candidates of a rung in
 #: each candidate's variance (the prior degrees of freedom of the moderated
@@ -173,7 +181,7 @@ def _early_test(racers: list[Racer], parts: list[np.ndarray], alpha: float):
             np.concatenate(parts), int(leader.part_sizes.sum()), alpha
         )
     chunks = [np.asarray(r.last.chunk_scores[r.key], dtype=float) for r in racers]
-    return drop_test(chunks, leader.chunk_sizes, alpha)
+    return early_rung_test(chunks, leader.chunk_sizes, alpha)
 
 
 def _parts(racer: Racer) -> np.ndarray:
@@ -244,6 +252,67 @@ def drop_test(
     threshold = stats.t.ppf(1 - alpha, PRIOR_DF + df) * se
     # No spread at all (identical part differences everywhere): no evidence.
     drop = finite & (se > 0) & (D > threshold)
+    drop[0] = False
+    return drop
+
+
+def early_rung_test(
+    chunk_scores: list[np.ndarray], chunk_sizes: np.ndarray, alpha: float
+) -> np.ndarray:
+    """Which candidates are clearly worse than the first (the leader) at an
+    early rung: one model per candidate, scored on the same chunks.
+
+    ``D = sum_j w_j (s_0j - s_cj)`` (``w_j`` the chunk's share of the rows) is
+    the difference of the two early-rung scores. Its variance is taken
+    *unpaired*, from each one's own spread over the chunks: ``sum_j w_j**2
+    (v_0 + v_c)``, with ``v`` the sample variance of a candidate's chunk
+    scores, which holds how hard each chunk is. A candidate is dropped when
+    ``D > t(1 - alpha, chunks - 1)`` times that standard error.
+
+    The paired variance (of ``s_0j - s_cj``) would be far smaller, but an
+    early rung's models are trained on a quarter or a half of the rows, and
+    its ranking of close candidates moves with the training size: a paired
+    test drops the true best as surely as it drops the clearly worse
+    (measured in the user guide). The unpaired spread is of the size of
+    those moves; only candidates worse by more are dropped.
+
+    Parameters
+    ----------
+    chunk_scores : list of ndarray of shape (n_chunks,)
+        The leader's chunk scores first, then each candidate's.
+    chunk_sizes : ndarray of shape (n_chunks,)
+        Held-out rows per chunk.
+    alpha : float
+        The error rate of one test.
+
+    Returns
+    -------
+    drop : ndarray of bool of shape (len(chunk_scores),)
+        Whether each is clearly worse than the leader (never the leader).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.model_selection._racing import early_rung_test
+    >>> leader = np.array([0.90, 0.88, 0.91, 0.89])
+    >>> close, bad = leader - 0.01, leader - 0.2
+    >>> early_rung_test([leader, close, bad], np.full(4, 500), 0.05).tolist()
+    [False, False, True]
+    """
+    scores = np.asarray(chunk_scores, dtype=float)
+    weights = np.asarray(chunk_sizes, dtype=float)
+    weights = weights / weights.sum()
+    drop = np.zeros(len(scores), dtype=bool)
+    n_chunks = scores.shape[1]
+    if n_chunks < 2:
+        return drop
+    D = (scores[0] - scores) @ weights
+    spread = np.var(scores, axis=1, ddof=1)
+    se = np.sqrt((spread[0] + spread) * np.sum(weights**2))
+    with np.errstate(invalid="ignore"):
+        drop = (
+            np.isfinite(D) & (se > 0) & (D > stats.t.ppf(1 - alpha, n_chunks - 1) * se)
+        )
     drop[0] = False
     return drop
 

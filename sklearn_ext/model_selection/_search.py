@@ -154,12 +154,14 @@ class TreeCVSearchCV(BaseSearchCV):
         candidate), each candidate's variance moderated toward the
         candidates' common spread (:func:`~sklearn_ext.model_selection.\
 _racing.drop_test`), in the spirit of CVST (Krueger et al., JMLR 2015).
-        Raced on accuracy, it also drops after the two *early rungs*: models
-        trained on a quarter of the rows (rung 0.25, after about ``n / 4``
-        rows fed) and on the right half (the half rung, 0.5, after ``n /
-        2``), scored on the left half, by a test whose variance bound needs
-        only the two accuracies (:func:`~sklearn_ext.model_selection._racing.\
-half_rung_test`). Only the survivors run to the leaves; ``best_*`` and
+        It also drops after the two *early rungs*: models trained on a
+        quarter of the rows (rung 0.25, after about ``n / 4`` rows fed) and
+        on the right half (the half rung, 0.5, after ``n / 2``), scored on
+        the left half; on accuracy by a test whose variance bound needs only
+        the two accuracies (:func:`~sklearn_ext.model_selection._racing.\
+half_rung_test`), on another metric by an unpaired test over the left
+        half's chunks (:func:`~sklearn_ext.model_selection._racing.\
+early_rung_test`). Only the survivors run to the leaves; ``best_*`` and
         ``refit`` choose among them as without racing. A dropped candidate
         keeps its row in ``cv_results_`` with NaN fold scores and times (so
         it ranks last), and the columns ``race_rung`` (the rung it stopped
