@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from optuna_treecv._data import BUNDLED
 from optuna_treecv._learners import LEARNERS
 from optuna_treecv._preprocess import PREPROCESS_MODES
+from sklearn_ext.model_selection._choice import METHODS
 
 if TYPE_CHECKING:
     from optuna.pruners import BasePruner
@@ -185,7 +186,11 @@ def _add_tune_arguments(tune: argparse.ArgumentParser) -> None:
         "cat:A,B,C (repeatable; replaces the learner's default space)",
     )
     tune.add_argument(
-        "--backend", default="auto", help="CV backend: auto, treecv, standard"
+        "--backend",
+        default="auto",
+        choices=METHODS,
+        help="CV backend of every trial (standard scores the learner's own fit "
+        "on every fold)",
     )
     tune.add_argument(
         "--no-progress-bar",
@@ -215,7 +220,7 @@ def _add_cv_arguments(cv: argparse.ArgumentParser) -> None:
     cv.add_argument(
         "--backend",
         default="auto",
-        choices=["auto", "treecv", "exact", "alpha_seeding", "standard"],
+        choices=METHODS,
         help="CV backend of the first run (standard scores the learner's own fit "
         "on every fold)",
     )

@@ -956,3 +956,17 @@ def test_a_module_filter_matches_the_module_python_names():
 
     assert _cli_tune._module_name(_cli_tune.__file__) == "optuna_treecv._cli_tune"
     assert _cli_tune._module_name(sklearn_ext.__file__) == "sklearn_ext"
+
+
+@pytest.mark.parametrize("command", ["tune", "cv"])
+def test_backend_choices_are_the_run_cores_methods(command, capsys):
+    # Both commands take the methods every other door takes, and refuse
+    # another name in the command line's words.
+    from sklearn_ext.model_selection._choice import METHODS
+
+    with pytest.raises(SystemExit) as stop:
+        main([command, "sgd", "iris", "--backend", "bogus"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --backend: invalid choice: 'bogus'" in err
+    assert all(f"'{method}'" in err for method in METHODS)
