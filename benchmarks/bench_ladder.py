@@ -11,7 +11,8 @@ k = 16 folds (a 4-rung ladder):
 folds seeded by the seed): the unpruned tree (``NopPruner``, nothing
 reported), today's per-fold reporting (``report="running_mean"``: the mean of
 the folds done, after each fold) with ``--pruner``, and the ladder
-(``report="levels"``) with the same pruner. Printed per run: each study's best
+(``report="levels"``) with the same pruner (``--pruner rung-percentile10``:
+``RungPruner(PercentilePruner(10.0))`` for both). Printed per run: each study's best
 trial's full k-fold score (every best trial is complete) against the unpruned
 study's best and its standard error (``std(ddof=1) / sqrt(k)`` of its fold
 scores), whether it is within one SE, the rows fed to the learner over the
@@ -61,7 +62,7 @@ from _native_common import flights  # noqa: E402
 from optuna.distributions import FloatDistribution  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from optuna_treecv import TreeCVObjective  # noqa: E402
+from optuna_treecv import RungPruner, TreeCVObjective  # noqa: E402
 from optuna_treecv._ladder import n_steps  # noqa: E402
 from sklearn_ext import (  # noqa: E402
     LeastSquaresSGDRegressor,
@@ -122,8 +123,14 @@ DATASETS = {
 }
 
 
+#: The pruners of ``--pruner``; ``rung-NAME`` wraps NAME in ``RungPruner``.
+PRUNERS = ("median", "percentile", "percentile10", "percentile15", "sha", "hyperband")
+
+
 def make_pruner(name: str, report: str) -> optuna.pruners.BasePruner:
     """The same pruner for both reports; ``report`` gives its last step."""
+    if name.startswith("rung-"):  # each step judged on its own value
+        return RungPruner(make_pruner(name[len("rung-") :], report))
     # The ladder reports its early rungs at steps 1 and 2, rung l at l + 2.
     last = n_steps(K) if report == "levels" else K - 1
     if name == "median":
@@ -394,7 +401,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--pruner",
         default="median",
-        choices=["median", "percentile", "percentile10", "sha", "hyperband"],
+        choices=[*PRUNERS, *(f"rung-{name}" for name in PRUNERS)],
     )
     parser.add_argument("--race-seeds", type=int, default=10)
     parser.add_argument("--racing-alpha", type=float, default=0.05)

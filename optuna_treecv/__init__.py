@@ -13,6 +13,7 @@ and :func:`optimize_until_interrupted` lets Ctrl-C stop a study between trials.
 
 from optuna_treecv._fold_scores import fold_scores
 from optuna_treecv._interrupt import optimize_until_interrupted
+from optuna_treecv._ladder import RungPruner
 from optuna_treecv._objective import (
     StudyIdentityError,
     TreeCVObjective,
@@ -28,6 +29,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ArtifactWarmStartStore",
     "ResumableGridSampler",
+    "RungPruner",
     "StudyIdentityError",
     "TreeCVObjective",
     "TrialRecord",

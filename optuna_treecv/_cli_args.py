@@ -306,7 +306,7 @@ def _parse_space(items: Sequence[str]) -> dict[str, Any]:
 def _make_pruner(name: str, n_splits: int, report: str = "running_mean") -> BasePruner:
     import optuna
 
-    from optuna_treecv._ladder import n_steps
+    from optuna_treecv._ladder import RungPruner, n_steps
     from optuna_treecv._objective import MAX_REPORTS, report_counts
 
     # The first step a trial reports at (after k // 1024 folds for a large k;
@@ -315,12 +315,16 @@ def _make_pruner(name: str, n_splits: int, report: str = "running_mean") -> Base
     last_step = n_splits
     if report == "levels":
         first_step, last_step = 1, n_steps(n_splits)
-    if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
-    if name == "percentile":
-        return optuna.pruners.PercentilePruner(
-            25.0, n_startup_trials=5, n_warmup_steps=1
+    if name in ("median", "percentile"):
+        pruner = (
+            optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
+            if name == "median"
+            else optuna.pruners.PercentilePruner(
+                25.0, n_startup_trials=5, n_warmup_steps=1
+            )
         )
+        # The rungs are different estimates: each judged on its own value.
+        return RungPruner(pruner) if report == "levels" else pruner
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner(
             min_resource=first_step, max_resource=last_step

@@ -14,6 +14,7 @@ rows, not after about one pass on one fold's ``n / k``.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +25,15 @@ from optuna_treecv._fold_scores import scores_layout
 from sklearn_ext.model_selection._levels import EARLY_RUNGS, n_levels
 
 if TYPE_CHECKING:
-    from optuna.trial import BaseTrial
+    from optuna.study import Study
+    from optuna.trial import BaseTrial, FrozenTrial
 
     from sklearn_ext.model_selection import FoldPlan
     from sklearn_ext.model_selection._backends import LeafTable
     from sklearn_ext.model_selection._core import Resolved, RunCore
     from sklearn_ext.model_selection._levels import LevelEstimate
 
-__all__ = ["LevelReports", "n_steps", "reported_levels", "step_of"]
+__all__ = ["LevelReports", "RungPruner", "n_steps", "reported_levels", "step_of"]
 
 
 def n_steps(n_splits: int) -> int:
@@ -190,3 +192,79 @@ def _first_score(estimate: LevelEstimate) -> float:
     """The rung's score of the objective's one metric."""
     scores = estimate.scores
     return float(scores["score"] if "score" in scores else next(iter(scores.values())))
+
+
+class RungPruner(optuna.pruners.BasePruner):
+    """Let a pruner judge each rung of the ladder on its own value.
+
+    :class:`~optuna.pruners.MedianPruner` and
+    :class:`~optuna.pruners.PercentilePruner` compare a trial's *best*
+    intermediate value so far with the other trials' values at the current
+    step: right for one learning curve, wrong for ``report="levels"``, whose
+    steps are different estimates (a hold-out on half the rows after a quarter
+    of a pass, then 2-, 4-, ... fold CVs). Where an early rung reads higher
+    than the later ones for every good trial, a trial past it carries that
+    value into every later check and is never pruned again. This wrapper shows
+    the wrapped pruner the trial with its earlier steps' values masked (NaN,
+    which those pruners skip), so each check compares the trial's value at the
+    step with the others' at the same step. The steps themselves are kept
+    (``n_warmup_steps`` and ``interval_steps`` still count them); every other
+    trial is shown as it is.
+
+    Parameters
+    ----------
+    pruner : optuna.pruners.BasePruner
+        The pruner deciding, e.g. ``PercentilePruner(10.0)``. One that reads
+        only the value at its step (``SuccessiveHalvingPruner``,
+        ``HyperbandPruner``) decides as it would unwrapped.
+
+    See Also
+    --------
+    optuna_treecv.TreeCVObjective : ``report="levels"`` reports the rungs.
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna.distributions import FloatDistribution
+    >>> from sklearn.datasets import make_classification
+    >>> from optuna_treecv import RungPruner, TreeCVObjective
+    >>> from sklearn_ext import PegasosClassifier
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> objective = TreeCVObjective(
+    ...     PegasosClassifier(),
+    ...     {"alpha": FloatDistribution(1e-6, 1e1, log=True)},
+    ...     X, y, cv=16, report="levels",
+    ... )
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(
+    ...     direction="maximize",
+    ...     sampler=optuna.samplers.TPESampler(seed=0),
+    ...     pruner=RungPruner(optuna.pruners.PercentilePruner(25.0)),
+    ... )
+    >>> study.optimize(objective, n_trials=20)
+    >>> pruned = study.get_trials(states=[optuna.trial.TrialState.PRUNED])
+    >>> len(pruned) > 0
+    True
+    """
+
+    def __init__(self, pruner: optuna.pruners.BasePruner) -> None:
+        if not isinstance(pruner, optuna.pruners.BasePruner):
+            raise TypeError(
+                "RungPruner's 'pruner' must be an optuna.pruners.BasePruner; got "
+                f"{pruner!r}."
+            )
+        self.pruner = pruner
+
+    def prune(self, study: Study, trial: FrozenTrial) -> bool:
+        step = trial.last_step
+        if step is None:
+            return self.pruner.prune(study, trial)
+        view = copy.copy(trial)
+        view.intermediate_values = {
+            s: (value if s == step else math.nan)
+            for s, value in trial.intermediate_values.items()
+        }
+        return self.pruner.prune(study, view)
+
+    def __repr__(self) -> str:
+        return f"RungPruner({self.pruner!r})"

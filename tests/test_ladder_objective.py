@@ -9,7 +9,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 from sklearn.datasets import make_classification
 
-from optuna_treecv import TreeCVObjective, fold_scores
+from optuna_treecv import RungPruner, TreeCVObjective, fold_scores
 from optuna_treecv._cli import main
 from optuna_treecv._cli_args import _make_pruner
 from optuna_treecv._ladder import n_steps, reported_levels, step_of
@@ -289,3 +289,68 @@ def test_a_scaled_native_pipeline_walks_levels(data):
     assert walked["backend"] == "native_tree"
     assert [rung.level for rung in walked["levels"]] == [1, 2, 3]
     assert np.array_equal(walked["test_score"], plain["test_score"])
+
+
+def _study_with_rungs(completed: list[dict[int, float]]) -> optuna.Study:
+    """A study whose completed trials reported ``completed``'s values."""
+    study = optuna.create_study(direction="maximize")
+    for values in completed:
+        study.add_trial(
+            optuna.trial.create_trial(
+                value=values[max(values)],
+                params={},
+                distributions={},
+                intermediate_values=values,
+            )
+        )
+    return study
+
+
+def _running(values: dict[int, float]) -> optuna.trial.FrozenTrial:
+    return optuna.trial.create_trial(
+        state=TrialState.RUNNING,
+        params={},
+        distributions={},
+        intermediate_values=values,
+    )
+
+
+def test_rung_pruner_judges_each_rung_on_its_own_value():
+    # Every trial's first rung reads high (0.9), later ones lower (0.7): the
+    # best value so far carries 0.9 past every later check; the rung's own
+    # value, 0.6 where the others read 0.7, does not.
+    completed = [{1: 0.9, 2: 0.7 + 0.001 * i} for i in range(6)]
+    study = _study_with_rungs(completed)
+    trial = _running({1: 0.9, 2: 0.6})
+    percentile = optuna.pruners.PercentilePruner(25.0, n_startup_trials=5)
+    assert not percentile.prune(study, trial)
+    assert RungPruner(percentile).prune(study, trial)
+    # Its value at the step as good as the others': kept.
+    assert not RungPruner(percentile).prune(study, _running({1: 0.9, 2: 0.71}))
+    # The trial itself is left as it was.
+    assert trial.intermediate_values == {1: 0.9, 2: 0.6}
+
+
+def test_rung_pruner_keeps_the_wrapped_pruners_steps():
+    # interval_steps=2 checks at steps 0, 2, 4...: the masked steps still count.
+    study = _study_with_rungs([{0: 0.9, 1: 0.9, 2: 0.9, 3: 0.9}] * 6)
+    percentile = optuna.pruners.PercentilePruner(
+        25.0, n_startup_trials=5, interval_steps=2
+    )
+    wrapped = RungPruner(percentile)
+    assert not wrapped.prune(study, _running({0: 0.95, 1: 0.95, 2: 0.95, 3: 0.1}))
+    assert wrapped.prune(study, _running({0: 0.95, 1: 0.95, 2: 0.1}))
+    assert repr(wrapped).startswith("RungPruner(")
+    with pytest.raises(TypeError, match="RungPruner's 'pruner'"):
+        RungPruner("median")
+
+
+def test_cli_wraps_median_and_percentile_for_levels():
+    for name in ("median", "percentile"):
+        levels = _make_pruner(name, 16, "levels")
+        assert isinstance(levels, RungPruner)
+        assert isinstance(levels.pruner, optuna.pruners.PercentilePruner)
+        assert not isinstance(_make_pruner(name, 16), RungPruner)
+    assert isinstance(
+        _make_pruner("median", 16, "levels").pruner, optuna.pruners.MedianPruner
+    )
