@@ -310,7 +310,7 @@ def _make_pruner(name: str, n_splits: int, report: str = "running_mean") -> Base
     from optuna_treecv._objective import MAX_REPORTS, report_counts
 
     # The first step a trial reports at (after k // 1024 folds for a large k;
-    # the half rung with report="levels") and the last one.
+    # the quarter rung with report="levels") and the last one.
     first_step = max(1, int(report_counts(n_splits)[0]) - 1)
     last_step = n_splits
     if report == "levels":

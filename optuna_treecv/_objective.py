@@ -122,15 +122,19 @@ class TreeCVObjective:
         visited first in a shuffled order, the other folds after them.
         ``"levels"`` walks the tree level by level
         (:meth:`~sklearn_ext.model_selection._core.RunCore.run_levels`) and
-        reports the half rung at ``step = 1`` and each rung at ``step = level +
-        1`` (2, ..., ``ceil(log2(k)) + 1``): the half rung scores the root's
-        left child, trained on the right half (about ``n / 2`` rows fed), on
-        the left half, a hold-out estimate over half the rows; rung ``l`` is a
-        complete ``2**l``-fold CV over all rows (every row scored by a model
-        trained on ``1 - 2**-l`` of the data), known after ``l`` passes. So a
-        pruner decides after half a pass on ``n / 2`` held-out rows instead of
-        one fold's score on ``n / k`` rows after about one pass; a pruned trial
-        stops feeding rows at once. The last rung is the leaves' (the
+        reports its early rungs at ``step = 1`` and ``2`` and each rung at
+        ``step = level + 2`` (3, ..., ``ceil(log2(k)) + 2``): the early rungs
+        score the root's left child on the left half, a hold-out estimate over
+        half the rows, after a quarter (the quarter rung: the native tree,
+        which pauses a feed; the Python tree has no step 1) and a half (the
+        half rung) of the rows are fed; rung ``l`` is a complete
+        ``2**l``-fold CV over all rows (every row scored by a model trained on
+        ``1 - 2**-l`` of the data), known after ``l`` passes. So a pruner
+        decides after a quarter of a pass on ``n / 2`` held-out rows instead
+        of one fold's score on ``n / k`` rows after about one pass; a pruned
+        trial stops feeding rows at once. Wrap ``MedianPruner`` and
+        ``PercentilePruner`` in :class:`~optuna_treecv.RungPruner`, which
+        judges each rung on its own value. The last rung is the leaves' (the
         size-weighted mean of the fold scores) and is reported but never
         pruned on; the trial's value is the k-fold mean as with every
         ``report``. It keeps ``O(k)`` models in memory where the depth-first
@@ -203,10 +207,11 @@ class TreeCVObjective:
     passed to the learner), ``fit_time`` (seconds spent in ``partial_fit`` or
     ``fit``), ``score_time``, ``cv_time`` (wall seconds of the whole CV run,
     reports included) and ``backend``; ``fold_order`` with
-    ``report="per_fold"``; ``level_rungs`` (0.5 for the half rung, then 1,
-    2, ...), ``level_scores`` and ``level_n_samples_fed`` (each rung's
+    ``report="per_fold"``; ``level_rungs`` (0.25 and 0.5 for the early
+    rungs, then 1, 2, ...), ``level_scores`` and ``level_n_samples_fed`` (each rung's
     estimate and the rows fed when it was known) with ``report="levels"``, and
-    in a trial pruned on a rung ``pruned_at_level`` (0.5: the half rung)
+    in a trial pruned on a rung ``pruned_at_level`` (0.25 or 0.5: an early
+    rung)
     (its fold scores, fit and score times are then absent: no fold finished);
     and the backend's engine extras summed over the
     folds (:attr:`Backend.extras`): for the ``alpha_seeding`` backend
