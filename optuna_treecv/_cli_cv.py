@@ -10,7 +10,12 @@ import numpy as np
 
 from optuna_treecv._cli_args import STANDARD_LIMIT, CLIError
 from optuna_treecv._cli_setup import _FALLBACK_REASON, _setup
-from optuna_treecv._cli_timing import _duration, _first_folds, _rough_standard
+from optuna_treecv._cli_timing import (
+    _duration,
+    _first_folds,
+    _rough_standard,
+    _times_words,
+)
 from optuna_treecv._preprocess import final_step, preprocessing_line
 
 
@@ -80,11 +85,13 @@ def _same_regime(backend: str, estimator, X, y):
 
 
 def _ratio_words(standard: float, tree: float) -> str:
-    if tree <= 0 or standard <= 0:
-        return "too little time to compare with"
-    if standard >= tree:
-        return f"{standard / tree:.1f}x less time than"
-    return f"{tree / standard:.1f}x more time than"
+    return _times_words(
+        standard,
+        tree,
+        less="less time than",
+        more="more time than",
+        none="too little time to compare with",
+    )
 
 
 def _cv_row(args, estimator, X, y, method, cv) -> tuple:

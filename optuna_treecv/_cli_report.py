@@ -15,6 +15,7 @@ from optuna_treecv._cli_timing import (
     _first_folds,
     _rough_standard,
     _seconds,
+    _times_words,
 )
 from optuna_treecv._preprocess import describe_steps, final_step
 
@@ -229,11 +230,13 @@ def _say_time_saved(ran, standard_learn: float) -> None:
 
 
 def _speedup(standard: float, tree: float) -> str:
-    if tree <= 0 or standard <= 0:
-        return "too fast to compare"
-    if standard >= tree:
-        return f"{standard / tree:.1f}x faster"
-    return f"{tree / standard:.1f}x slower on this data"
+    return _times_words(
+        standard,
+        tree,
+        less="faster",
+        more="slower on this data",
+        none="too fast to compare",
+    )
 
 
 def _final_model(args, objective, study) -> None:

@@ -61,3 +61,15 @@ def _duration(seconds: float) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def _times_words(
+    standard: float, tree: float, *, less: str, more: str, none: str
+) -> str:
+    """Standard CV's seconds against TreeCV's in words: ``"2.5x " + less`` when
+    TreeCV took less, ``more`` when it took more, ``none`` without a time."""
+    if tree <= 0 or standard <= 0:
+        return none
+    if standard >= tree:
+        return f"{standard / tree:.1f}x {less}"
+    return f"{tree / standard:.1f}x {more}"

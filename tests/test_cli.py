@@ -970,3 +970,15 @@ def test_backend_choices_are_the_run_cores_methods(command, capsys):
     err = capsys.readouterr().err
     assert "argument --backend: invalid choice: 'bogus'" in err
     assert all(f"'{method}'" in err for method in METHODS)
+
+
+def test_times_words_of_cv_and_tune():
+    from optuna_treecv._cli_cv import _ratio_words
+    from optuna_treecv._cli_report import _speedup
+
+    assert _speedup(2.5, 1.0) == "2.5x faster"
+    assert _speedup(1.0, 2.0) == "2.0x slower on this data"
+    assert _speedup(0.0, 1.0) == "too fast to compare"
+    assert _ratio_words(3.0, 1.0) == "3.0x less time than"
+    assert _ratio_words(1.0, 1.5) == "1.5x more time than"
+    assert _ratio_words(1.0, 0.0) == "too little time to compare with"
