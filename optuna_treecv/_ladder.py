@@ -33,7 +33,14 @@ if TYPE_CHECKING:
     from sklearn_ext.model_selection._core import Resolved, RunCore
     from sklearn_ext.model_selection._levels import LevelEstimate
 
-__all__ = ["LevelReports", "RungPruner", "n_steps", "reported_levels", "step_of"]
+__all__ = [
+    "LevelReports",
+    "RungPruner",
+    "n_steps",
+    "pruner_mismatch",
+    "reported_levels",
+    "step_of",
+]
 
 
 def n_steps(n_splits: int) -> int:
@@ -268,3 +275,40 @@ class RungPruner(optuna.pruners.BasePruner):
 
     def __repr__(self) -> str:
         return f"RungPruner({self.pruner!r})"
+
+
+def pruner_mismatch(report: str | None, pruner) -> str | None:
+    """What is wrong with ``pruner`` for ``report``, or ``None``.
+
+    ``WilcoxonPruner`` compares per-instance values (``report="per_fold"``);
+    a bare ``MedianPruner`` or ``PercentilePruner`` compares a trial's best
+    value so far, which the rungs of ``report="levels"``, different
+    estimates, mislead (:class:`RungPruner`).
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna_treecv._ladder import RungPruner, pruner_mismatch
+    >>> print(pruner_mismatch("levels", optuna.pruners.MedianPruner()))
+    ... # doctest: +ELLIPSIS
+    MedianPruner compares a trial's best value so far...
+    >>> pruner_mismatch("levels", RungPruner(optuna.pruners.MedianPruner())) is None
+    True
+    """
+    if report in ("running_mean", "levels") and isinstance(
+        pruner, optuna.pruners.WilcoxonPruner
+    ):
+        return (
+            "WilcoxonPruner compares per-instance values; use "
+            "TreeCVObjective(..., report='per_fold') with it."
+        )
+    if report == "levels" and isinstance(pruner, optuna.pruners.PercentilePruner):
+        name = type(pruner).__name__
+        return (
+            f"{name} compares a trial's best value so far with the others' values "
+            "at the step, and report='levels' reports a different estimate at each "
+            "step: a trial whose early rung reads high is then never pruned at a "
+            f"later one. Wrap it: optuna_treecv.RungPruner({name}(...)) judges "
+            "each rung on its own value."
+        )
+    return None

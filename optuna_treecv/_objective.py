@@ -18,7 +18,7 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
-from optuna.pruners import NopPruner, WilcoxonPruner
+from optuna.pruners import NopPruner
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
@@ -31,7 +31,7 @@ from optuna_treecv._identity import (
     _refuse_foreign_trials,
     study_identity,
 )
-from optuna_treecv._ladder import LevelReports
+from optuna_treecv._ladder import LevelReports, pruner_mismatch
 from sklearn_ext.model_selection import Backend, FoldPlan
 from sklearn_ext.model_selection._backends import LeafTable
 from sklearn_ext.model_selection._choice import METHODS
@@ -332,7 +332,7 @@ class TreeCVObjective:
         k = self.fold_plan_.n_splits
         self.report_counts_ = report_counts(k, self.max_reports)
         self.reported_folds_ = reported_folds(k, self.max_reports)
-        self._warned_wilcoxon = False
+        self._warned_pruner = False
         self._identity: dict[str, Any] | None = None
         self._checked_studies: weakref.WeakSet = weakref.WeakSet()
 
@@ -348,7 +348,8 @@ class TreeCVObjective:
                 f"study with two directions; this study has {n_objectives}."
             )
         multi = n_objectives == 2
-        self._warn_about_wilcoxon(study)
+        if not multi:  # a multi-objective study is not reported to
+            self._warn_about_pruner(study)
         params = suggest_params(trial, self.params)
         estimator = clone(self.estimator)
         try:
@@ -431,19 +432,12 @@ class TreeCVObjective:
             _write_attrs(trial, {**details, **extra})
             raise
 
-    def _warn_about_wilcoxon(self, study) -> None:
-        if (
-            self.report in ("running_mean", "levels")
-            and isinstance(getattr(study, "pruner", None), WilcoxonPruner)
-            and not self._warned_wilcoxon
-        ):
-            self._warned_wilcoxon = True
-            warnings.warn(
-                "WilcoxonPruner compares per-instance values; use "
-                "TreeCVObjective(..., report='per_fold') with it.",
-                UserWarning,
-                stacklevel=3,
-            )
+    def _warn_about_pruner(self, study) -> None:
+        """Say once when the study's pruner does not read this report as meant."""
+        message = pruner_mismatch(self.report, getattr(study, "pruner", None))
+        if message is not None and not self._warned_pruner:
+            self._warned_pruner = True
+            warnings.warn(message, UserWarning, stacklevel=3)
 
     @property
     def warm_start_store(self):

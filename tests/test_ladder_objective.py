@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import optuna
 import pytest
@@ -354,3 +356,31 @@ def test_cli_wraps_median_and_percentile_for_levels():
     assert isinstance(
         _make_pruner("median", 16, "levels").pruner, optuna.pruners.MedianPruner
     )
+
+
+def test_levels_with_a_bare_best_so_far_pruner_warns_once(data, recwarn):
+    X, y = data
+    objective = TreeCVObjective(
+        PegasosClassifier(), SPACE, X, y, cv=8, report="levels", backend=TREE
+    )
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        direction="maximize", pruner=optuna.pruners.MedianPruner()
+    )
+    with pytest.warns(UserWarning, match=r"RungPruner\(MedianPruner\(\.\.\.\)\)"):
+        study.optimize(objective, n_trials=2)
+    assert sum("RungPruner" in str(w.message) for w in recwarn) <= 1  # once
+    wrapped = optuna.create_study(
+        direction="maximize", pruner=RungPruner(optuna.pruners.MedianPruner())
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        TreeCVObjective(
+            PegasosClassifier(), SPACE, X, y, cv=8, report="levels", backend=TREE
+        )
+        wrapped.optimize(
+            TreeCVObjective(
+                PegasosClassifier(), SPACE, X, y, cv=8, report="levels", backend=TREE
+            ),
+            n_trials=1,
+        )
