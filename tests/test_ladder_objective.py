@@ -277,7 +277,7 @@ def test_native_tree_prunes_after_a_quarter_pass(data, monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::sklearn_ext.TreeCVRegimeWarning")
 def test_a_scaled_native_pipeline_walks_levels(data):
-    # The native tree's scaled pipelines walk their levels by the Python tree.
+    # The native tree walks the levels of its scaled pipelines too.
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
