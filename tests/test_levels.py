@@ -657,3 +657,23 @@ def test_scaled_native_pipelines_pause_their_feed_bit_for_bit(scaler, learner):
     assert [r.rung for r in early[:3]] == [0.25, 0.5, 1]
     ours = early[-1].leaves.by_split().scores["score"]
     assert_array_equal(ours, core.run(resolved).by_split().scores["score"])
+
+
+def test_early_chunks_score_the_held_out_rows_only():
+    # With train scores asked for, a chunk of an early rung is still scored on
+    # its own rows (the leaves' train scores are computed at the leaves).
+    X, y = _data()
+    core, resolved = _core(
+        _sgd(), X, y, PythonTreeBackend(), 8, scoring="f1", return_train_score=True
+    )
+    seen = []
+    scores = core.scorer
+
+    def spy(model, X_rows, y_rows, **kwargs):
+        seen.append(len(y_rows))
+        return scores(model, X_rows, y_rows, **kwargs)
+
+    core.scorer = spy
+    half = next(iter(core.run_levels(resolved, early_rungs=1, early_chunks=True)))
+    assert set(half.chunk_scores) == {"score"}
+    assert max(seen) <= len(X) // 2  # no training rows scored

@@ -431,8 +431,10 @@ class _TreeRun:
         learner.fitted = True
 
     def score(self, model, leaf: int, end: int | None = None):
-        """Scores of ``model`` on chunks ``leaf .. end`` (``end``: a level's node)."""
-        if end is not None and end != leaf:
+        """Scores of ``model`` on chunks ``leaf .. end`` (``end``: a level's node,
+        one chunk or more: its test metrics only; without ``end``, a leaf's,
+        train scores included when asked for)."""
+        if end is not None:
             if not self.own_scoring:  # the test metrics of the node's rows
                 tic = time.perf_counter()
                 rows = self.plan.chunk_rows(leaf, end)
