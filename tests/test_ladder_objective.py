@@ -384,3 +384,24 @@ def test_levels_with_a_bare_best_so_far_pruner_warns_once(data, recwarn):
             ),
             n_trials=1,
         )
+
+
+def test_the_gallery_example_runs_and_the_ladder_feeds_fewer_rows(monkeypatch):
+    # examples/plot_fidelity_ladder.py: the numbers its CHANGELOG entry quotes.
+    pytest.importorskip("matplotlib")
+    import runpy
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.setattr("matplotlib.pyplot.show", lambda: None)
+    example = Path(__file__).resolve().parents[1] / "examples/plot_fidelity_ladder.py"
+    studies = runpy.run_path(str(example))["studies"]
+    fed = {
+        report: sum(t.user_attrs["cv"]["n_samples_fed"] for t in study.trials)
+        for report, study in studies.items()
+    }
+    assert fed["levels"] * 1.4 < fed["running_mean"]
+    best = {report: study.best_value for report, study in studies.items()}
+    assert abs(best["levels"] - best["running_mean"]) < 0.002
