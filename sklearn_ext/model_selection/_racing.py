@@ -173,8 +173,8 @@ def _drop(rung: list[Racer], alpha: float) -> list[Racer]:
 def _early_test(racers: list[Racer], parts: list[np.ndarray], alpha: float):
     """Which racers are clearly worse than the first at an early rung (one
     part): accuracy by :func:`half_rung_test`, another metric by
-    :func:`drop_test` over the held-out half's chunks (the same rows for every
-    racer); no evidence, no drop, where there are fewer than two chunks."""
+    :func:`early_rung_test` over the held-out half's chunks (the same rows for
+    every racer); no evidence, no drop, where there are fewer than two chunks."""
     leader = racers[0].last
     if leader.chunk_scores is None:  # accuracy: the walk was not chunked
         return half_rung_test(

@@ -174,8 +174,8 @@ early_rung_test`). Only the survivors run to the leaves; ``best_*`` and
     racing_alpha : float in (0, 1), default=0.05
         The error rate of the race: each test drops a candidate whose
         expected rung score equals the leader's with probability at most
-        ``racing_alpha / (ceil(log2(k)) - 1)`` (Bonferroni over the rungs that
-        test; ``racing_alpha / (ceil(log2(k)) + 1)`` with the early rungs), so a
+        ``racing_alpha / (ceil(log2(k)) + 1)`` (Bonferroni over the
+        ``ceil(log2(k)) - 1`` rungs that test and the two early rungs), so a
         candidate as good as the leader survives the race with probability at
         least ``1 - racing_alpha``, under the tests' models (part differences
         independent and normal; at the early rungs, rows exchangeable) and
