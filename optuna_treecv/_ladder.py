@@ -177,17 +177,17 @@ class LevelReports:
 
 
 def _rung_of(estimate: LevelEstimate, score: float) -> tuple[float, int, float, int]:
-    rung = float(estimate.rung) if estimate.partial else int(estimate.level)
-    return (rung, int(estimate.n_parts), score, int(estimate.n_samples_fed))
+    # ``rung``: 0.25 or 0.5 for an early rung, else the (integer) level.
+    return (estimate.rung, int(estimate.n_parts), score, int(estimate.n_samples_fed))
 
 
 def _pruned_message(estimate: LevelEstimate, k: int) -> str:
     if estimate.partial:
-        name = "half" if estimate.feed_share == 1.0 else f"{estimate.rung:g}"
         return (
-            f"Pruned after the {name} rung, before rung 1 of {n_levels(k)} (a "
-            f"hold-out estimate over {int(estimate.part_sizes.sum())} rows, "
-            f"{estimate.n_samples_fed} rows fed)."
+            f"Pruned after early rung {estimate.rung:g}, before rung 1 of "
+            f"{n_levels(k)} (a hold-out estimate over "
+            f"{int(estimate.part_sizes.sum())} rows, {estimate.n_samples_fed} rows "
+            "fed)."
         )
     return (
         f"Pruned after rung {estimate.level} of {n_levels(k)} "
