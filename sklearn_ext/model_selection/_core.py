@@ -542,7 +542,7 @@ class RunCore:
         its sibling is fed; the last is the half rung); an engine that cannot
         pause a feed gives the half rung only, a backend without levels none.
         ``early_chunks=True`` scores each early rung chunk by chunk too
-        (``LevelEstimate.chunk_scores``), for a paired test on any metric.
+        (``LevelEstimate.chunk_scores``), for a test over chunks on any metric.
         """
         plan = self.plan if plan is None else plan
         backend = resolved.backend

@@ -94,8 +94,9 @@ class LevelEstimate:
     chunk_scores : dict of str to ndarray, or None
         For an early rung walked with ``early_chunks``, each metric per chunk
         of the held-out half (a chunk is one fold's rows), in plan order: a
-        paired test over chunks compares two early rungs on any metric (the
-        racing search's, where the metric is not accuracy). ``None`` otherwise.
+        test over chunks compares two early rungs on any metric (the racing
+        search's ``early_rung_test``, where the metric is not accuracy).
+        ``None`` otherwise.
     chunk_sizes : ndarray or None
         Held-out rows per chunk, with :attr:`chunk_scores`.
 

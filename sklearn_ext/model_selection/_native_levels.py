@@ -42,6 +42,8 @@ class _NativeLevels:
         self.python_score = not model.scores_leaves
         # Accuracy adds up over blocks of rows exactly (as counts of hits).
         self.fuse = model.scores_leaves and task.metric == "accuracy"
+        #: The node whose feed is being split, and its rows (:meth:`feed_part`).
+        self._fed: tuple | None = None
 
     def root(self) -> np.ndarray:
         return self.model.new_state()
@@ -66,7 +68,12 @@ class _NativeLevels:
     def feed_part(self, node, state, start: int, stop: int) -> tuple[int, float]:
         # The kernel's one update, row after row: a feed split in pieces gives
         # the model of the whole feed, bit for bit (as feed_scoring's blocks).
-        rows = self.task.plan.feed(*node)[start:stop]
+        # The pieces of one node's feed share its rows, made once.
+        if self._fed is None or self._fed[0] != node:
+            self._fed = (node, self.task.plan.feed(*node))
+        rows = self._fed[1][start:stop]
+        if stop >= len(self._fed[1]):  # the last piece: not kept for the walk
+            self._fed = None
         tic = time.perf_counter()
         self.model.feed_rows(state, rows)
         return len(rows), time.perf_counter() - tic
