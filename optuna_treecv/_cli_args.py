@@ -149,8 +149,9 @@ def _add_tune_arguments(tune: argparse.ArgumentParser) -> None:
         "--report",
         choices=REPORT_CHOICES,
         default="auto",
-        help="what a trial reports to the pruner: 'levels' a hold-out estimate "
-        "on half the rows after half a pass, a 2-fold CV over all rows after one, "
+        help="what a trial reports to the pruner: 'levels' hold-out estimates "
+        "on half the rows after a quarter and half a pass, a 2-fold CV over all "
+        "rows after one, "
         "4-fold after two, ... (the tree walked level by level); 'running-mean' "
         "the mean of the folds done; 'per-fold' each fold's score (default "
         "auto: per-fold for wilcoxon, else running-mean)",
